@@ -1,0 +1,19 @@
+"""depstat: how far dependencies reach in a corpus, measured as MI profiles over token offsets."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("depstat")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+from depstat.corpus import Corpus, Document, open_corpus  # noqa: E402
+from depstat.errors import DepstatError  # noqa: E402
+from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS  # noqa: E402
+from depstat.profile import Profile, log_offsets, mi_profile, profile  # noqa: E402
+from depstat.stream import TokenStream  # noqa: E402
+
+__all__ = [
+    "Corpus", "DEFAULT_ESTIMATOR", "DepstatError", "Document", "ESTIMATORS", "Profile",
+    "TokenStream", "__version__", "log_offsets", "mi_profile", "open_corpus", "profile",
+]

@@ -1,0 +1,192 @@
+"""Granularities: turn documents into TokenStreams, from UTF-8 bytes to large BPE vocabularies.
+
+Names: ``bytes`` (UTF-8 bytes, 256 symbols), ``bpe-1k``/``bpe-8k``/``bpe-32k``/``bpe-N``
+(byte-level BPE trained with ``tokenizers`` on a sample of the corpus), ``words``
+(whitespace-separated units, every distinct word its own id, via a ``tokenizers``
+WordLevel model) and any ``tokenizer.json`` (a model's real tokenizer). Corpora that
+arrive tokenized have exactly one granularity, ``ids``: the given tokenization.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from depstat.corpus import Document
+from depstat.errors import DepstatError
+from depstat.progress import bar
+from depstat.stream import TokenStream
+
+DEFAULT_LADDER = ("bytes", "bpe-1k", "bpe-8k", "bpe-32k", "words")
+ENCODE_BATCH = 512
+_BPE = re.compile(r"^bpe-(\d+)(k?)$")
+
+
+def bpe_vocab_size(name: str) -> int | None:
+    """Vocabulary size asked for by a ``bpe-N`` / ``bpe-Nk`` name, or None for other names."""
+    m = _BPE.match(name)
+    if not m:
+        return None
+    return int(m.group(1)) * (1024 if m.group(2) else 1)
+
+
+def check_names(names: Iterable[str]) -> list[str]:
+    """Validate granularity names at the edge, with the list of valid ones in the error."""
+    out = []
+    for name in names:
+        if name not in ("bytes", "words") and bpe_vocab_size(name) is None:
+            raise DepstatError(
+                f"unknown granularity {name!r}",
+                hint="use bytes, words, bpe-N or bpe-Nk (e.g. bpe-8k), or --tokenizer PATH",
+            )
+        if (bpe_vocab_size(name) or 512) < 257:
+            raise DepstatError(f"granularity {name!r}: a byte-level BPE needs more than 256 tokens")
+        out.append(name)
+    return out
+
+
+def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
+    """Byte-level BPE (GPT-2 style pre-tokenization) trained on ``texts``."""
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=sys.stderr.isatty(),
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def train_words(texts: Iterable[str]) -> Tokenizer:
+    """WordLevel tokenizer over whitespace-separated units, with every word seen in ``texts``."""
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.WordLevelTrainer(
+        vocab_size=2**31 - 1, min_frequency=1, special_tokens=["[UNK]"],
+        show_progress=sys.stderr.isatty(),
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def load_tokenizer(path: str) -> Tokenizer:
+    """A ``tokenizer.json`` file (or a directory holding one), with a clear error otherwise."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "tokenizer.json"
+    if not p.is_file():
+        raise DepstatError("no tokenizer.json here", path=str(p), hint="pass a tokenizer.json file")
+    try:
+        return Tokenizer.from_file(str(p))
+    except Exception as err:  # tokenizers raises a bare Exception for bad files
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DepstatError(f"not a valid tokenizer.json ({first})", path=str(p)) from None
+
+
+def tokenizer_name(path: str) -> str:
+    """Granularity name for a tokenizer file: its directory name, or the file stem."""
+    p = Path(path)
+    if p.is_dir() or p.name == "tokenizer.json":
+        return (p if p.is_dir() else p.parent).resolve().name or "tokenizer"
+    return p.stem
+
+
+def encode_stream(name: str, texts: Iterable[str], tokenizer: Tokenizer | None) -> TokenStream:
+    """Encode documents with a tokenizer (None: UTF-8 bytes) into one TokenStream."""
+    chunks: list[np.ndarray] = []
+    lengths: list[int] = []
+    n_bytes = 0
+    with bar(desc=f"encode {name}", unit="doc") as progress:
+        for batch in _batches(texts, ENCODE_BATCH):
+            n_bytes += sum(len(t.encode("utf-8")) for t in batch)
+            if tokenizer is None:
+                ids = [np.frombuffer(t.encode("utf-8"), dtype=np.uint8) for t in batch]
+            else:
+                encs = tokenizer.encode_batch_fast(batch, add_special_tokens=False)
+                ids = [np.asarray(e.ids, dtype=np.int32) for e in encs]
+            chunks.extend(ids)
+            lengths.extend(len(i) for i in ids)
+            progress.update(len(batch))
+    vocab = 256 if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
+    tokens = np.concatenate(chunks).astype(np.int32) if chunks else np.zeros(0, np.int32)
+    return TokenStream(
+        name=name, tokens=tokens, doc_lengths=np.asarray(lengths, dtype=np.int64),
+        vocab_size=int(vocab), n_bytes=n_bytes,
+    )
+
+
+def ids_stream(documents: Iterable[Document], vocab_size: int | None) -> TokenStream:
+    """The given tokenization of a pre-tokenized corpus as a TokenStream.
+
+    With ``vocab_size`` given, an id at or above it is an error naming its document.
+    """
+    chunks = []
+    for doc in documents:
+        ids = np.asarray(doc.ids, dtype=np.int64)
+        if vocab_size is not None and ids.size and int(ids.max()) >= vocab_size:
+            raise DepstatError(
+                f"token id {int(ids.max())} is outside the vocabulary [0, {vocab_size})",
+                path=doc.source, line=doc.line,
+                hint="pass the tokenizer's real --vocab-size, or check --eos-id",
+            )
+        chunks.append(ids)
+    tokens = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+    source = "--vocab-size" if vocab_size is not None else "largest id + 1"
+    if vocab_size is None:
+        vocab_size = int(tokens.max()) + 1 if tokens.size else 1
+    return TokenStream(
+        name="ids", tokens=tokens, doc_lengths=np.asarray([len(c) for c in chunks]),
+        vocab_size=int(vocab_size), info={"vocab_size_from": source},
+    )
+
+
+def text_streams(
+    documents: Callable[[], Iterator[Document]],
+    names: list[str],
+    tokenizer_paths: Iterable[str] = (),
+    train_docs: int | None = None,
+) -> Iterator[TokenStream]:
+    """One TokenStream per granularity, re-reading the documents for each (streaming).
+
+    BPE and word vocabularies are trained on the first ``train_docs`` documents of the
+    sample (all of it when None), the same documents for every vocabulary size.
+    """
+    def texts(limit: int | None = None) -> Iterator[str]:
+        for i, doc in enumerate(documents()):
+            if limit is not None and i >= limit:
+                return
+            yield doc.text
+
+    for name in names:
+        if name == "bytes":
+            tokenizer = None
+        elif name == "words":
+            tokenizer = train_words(texts(train_docs))
+        else:
+            tokenizer = train_bpe(texts(train_docs), bpe_vocab_size(name))
+        stream = encode_stream(name, texts(), tokenizer)
+        if bpe_vocab_size(name):
+            stream.info["requested_vocab_size"] = bpe_vocab_size(name)
+        yield stream
+    for path in tokenizer_paths:
+        stream = encode_stream(tokenizer_name(path), texts(), load_tokenizer(path))
+        stream.info["tokenizer"] = str(path)
+        yield stream
+
+
+def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
+    batch: list[str] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

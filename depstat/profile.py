@@ -1,0 +1,329 @@
+"""depstat.profile: mutual-information profiles I(r) of a corpus at several granularities.
+
+The pipeline the ``depstat profile`` command runs: read and sample documents, tokenize at
+each granularity, count pairs at every offset, estimate MI with a jackknife interval and
+a noise floor. ``profile()`` returns a ``Profile``; ``Profile.save`` writes
+``profile.parquet`` and ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from depstat import __version__
+from depstat import estimators as est
+from depstat.corpus import Corpus, Document, open_corpus
+from depstat.counting import PairCounter
+from depstat.errors import DepstatError
+from depstat.granularity import DEFAULT_LADDER, check_names, ids_stream, text_streams
+from depstat.progress import bar
+from depstat.stream import TokenStream
+
+DEFAULT_MAX_OFFSET = 2048
+DEFAULT_N_OFFSETS = 32
+DEFAULT_BLOCKS = 20
+MIN_PAIRS = 64  # offsets with fewer pairs are reported as skipped, not estimated
+
+SCHEMA = {
+    "granularity": pl.String,
+    "offset": pl.Int64,
+    "mi_bits": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "se": pl.Float64,
+    "noise_floor": pl.Float64,
+    "significant": pl.Boolean,
+    "n_pairs": pl.Int64,
+    "n_docs": pl.Int64,
+    "estimator": pl.String,
+}
+
+
+def log_offsets(max_offset: int, n: int = DEFAULT_N_OFFSETS, extra: Iterable[int] = ()) -> np.ndarray:
+    """Distinct integer offsets log-spaced from 1 to ``max_offset``, plus ``extra``."""
+    if max_offset < 1:
+        raise DepstatError(f"--max-offset must be at least 1, got {max_offset}")
+    extra = list(extra)
+    if any(int(r) < 1 for r in extra):
+        raise DepstatError(f"offsets must be positive integers, got {sorted(extra)}")
+    grid = np.round(np.logspace(0, np.log10(max_offset), n)).astype(np.int64)
+    return np.unique(np.concatenate([grid, np.asarray(extra, dtype=np.int64)]))
+
+
+@dataclass
+class Profile:
+    """MI profiles of one corpus: a table with one row per (granularity, offset) plus facts."""
+
+    table: pl.DataFrame
+    granularities: dict[str, dict]
+    corpus: dict
+    sampling: dict
+    estimator: str
+    confidence: float
+    skipped_offsets: dict[str, list[int]] = field(default_factory=dict)
+
+    def to_polars(self) -> pl.DataFrame:
+        """The profile table (granularity, offset, mi_bits, ci_low, ci_high, ...)."""
+        return self.table
+
+    def summary(self) -> dict:
+        """JSON-able description: corpus, sampling rule, per-granularity facts, estimator."""
+        grans = {}
+        for name, facts in self.granularities.items():
+            rows = self.table.filter(pl.col("granularity") == name)
+            insignificant = rows.filter(~pl.col("significant"))["offset"].to_list()
+            grans[name] = {
+                **facts,
+                "offsets": rows.height,
+                "mi_at_1_bits": _first(rows.filter(pl.col("offset") == 1)["mi_bits"]),
+                "first_offset_indistinguishable_from_zero": min(insignificant) if insignificant else None,
+                "offsets_indistinguishable_from_zero": insignificant,
+                "skipped_offsets": self.skipped_offsets.get(name, []),
+            }
+        return {
+            "depstat_version": __version__,
+            "corpus": self.corpus,
+            "sampling": self.sampling,
+            "estimator": self.estimator,
+            "interval": {
+                "method": "delete-one-block jackknife, Student t",
+                "confidence": self.confidence,
+                "noise_floor": "half-width of the interval: MI below it is indistinguishable from zero",
+            },
+            "granularities": grans,
+        }
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Write profile.parquet and summary.json into ``out_dir`` (created if needed)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        _atomic_write(out / "profile.parquet", lambda p: self.table.write_parquet(p))
+        text = json.dumps(self.summary(), indent=2, default=_json_default)
+        _atomic_write(out / "summary.json", lambda p: Path(p).write_text(text + "\n"))
+        return out
+
+    @classmethod
+    def load(cls, out_dir: str | Path) -> Profile:
+        """Read a profile saved by ``save``."""
+        out = Path(out_dir)
+        for name in ("profile.parquet", "summary.json"):
+            if not (out / name).is_file():
+                raise DepstatError(f"no {name} here", path=str(out), hint="run depstat profile --out DIR first")
+        summary = json.loads((out / "summary.json").read_text())
+        grans = {
+            k: {f: v for f, v in g.items() if f not in _DERIVED}
+            for k, g in summary["granularities"].items()
+        }
+        return cls(
+            table=pl.read_parquet(out / "profile.parquet"),
+            granularities=grans,
+            corpus=summary["corpus"],
+            sampling=summary["sampling"],
+            estimator=summary["estimator"],
+            confidence=summary["interval"]["confidence"],
+            skipped_offsets={k: g.get("skipped_offsets", []) for k, g in summary["granularities"].items()},
+        )
+
+
+_DERIVED = {
+    "offsets", "mi_at_1_bits", "first_offset_indistinguishable_from_zero",
+    "offsets_indistinguishable_from_zero", "skipped_offsets",
+}
+
+
+def mi_profile(
+    stream: TokenStream,
+    offsets: Sequence[int],
+    estimator: str = est.DEFAULT_ESTIMATOR,
+    confidence: float = 0.95,
+    n_blocks: int = DEFAULT_BLOCKS,
+    seed: int = 0,
+    interval: bool = True,
+) -> tuple[pl.DataFrame, list[int]]:
+    """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs."""
+    _check_estimator(estimator)
+    if not 0 < confidence < 1:
+        raise DepstatError(f"confidence must be between 0 and 1, got {confidence}")
+    counter = PairCounter(stream, n_blocks=n_blocks, seed=seed)
+    rows, skipped = [], []
+    with bar(desc=f"count {stream.name}", unit="offset", total=len(offsets)) as progress:
+        for r in offsets:
+            r = int(r)
+            n_pairs, n_docs = stream.pairs_at(r)
+            progress.update(1)
+            if n_pairs < MIN_PAIRS:
+                skipped.append(r)
+                continue
+            real = counter.sums(r, "real", jackknife=interval)
+            nulls = {m: counter.sums(r, m, jackknife=interval) for m in est.nulls_needed(estimator)}
+            point = est.estimate(estimator, real, nulls)
+            if interval:
+                se, lo, hi = est.jackknife_interval(point, est.replicates(estimator, real, nulls), confidence)
+            else:
+                se = lo = hi = float("nan")
+            floor = hi - point
+            rows.append({
+                "granularity": stream.name, "offset": r, "mi_bits": point, "ci_low": lo,
+                "ci_high": hi, "se": se, "noise_floor": floor,
+                "significant": bool(lo > 0) if np.isfinite(lo) else bool(point > 0),
+                "n_pairs": n_pairs, "n_docs": n_docs, "estimator": estimator,
+            })
+    table = pl.DataFrame(rows, schema=SCHEMA)
+    return table, skipped
+
+
+def profile(
+    corpus: str | Corpus,
+    granularities: Sequence[str] | None = None,
+    tokenizers: Sequence[str] = (),
+    offsets: Sequence[int] | None = None,
+    max_offset: int = DEFAULT_MAX_OFFSET,
+    estimator: str = est.DEFAULT_ESTIMATOR,
+    confidence: float = 0.95,
+    n_blocks: int = DEFAULT_BLOCKS,
+    max_docs: int | None = None,
+    max_tokens: int | None = None,
+    vocab_size: int | None = None,
+    train_docs: int | None = 20_000,
+    seed: int = 0,
+    **corpus_options,
+) -> Profile:
+    """Profile a corpus (a path, glob, ``hf:OWNER/NAME`` or an open Corpus) at each granularity.
+
+    ``offsets`` replaces the log-spaced grid up to ``max_offset`` when given. The sample
+    is the first documents in reading order, up to ``max_docs`` documents and
+    ``max_tokens`` tokens of the finest granularity (UTF-8 bytes for text, the given ids
+    for pre-tokenized input), so every granularity sees the same documents.
+    """
+    _check_estimator(estimator)
+    if n_blocks < 2:
+        raise DepstatError(f"the jackknife needs at least 2 blocks, got {n_blocks}")
+    for name, value in (("max_docs", max_docs), ("max_tokens", max_tokens)):
+        if value is not None and value < 1:
+            raise DepstatError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    if isinstance(corpus, str):
+        corpus = open_corpus(corpus, **corpus_options)
+    grid = np.unique(np.asarray(offsets, dtype=np.int64)) if offsets is not None else log_offsets(max_offset)
+    if grid.size == 0 or grid.min() < 1:
+        raise DepstatError("offsets must be positive integers")
+
+    def documents() -> Iterator[Document]:
+        return _sample(corpus, max_docs, max_tokens)
+
+    if next(documents(), None) is None:
+        raise DepstatError(
+            "the corpus has no non-empty documents", path=corpus.describe().get("spec"),
+            hint=_read_hint(corpus),
+        )
+
+    if corpus.kind == "ids":
+        if granularities not in (None, ["ids"], ("ids",)) or tokenizers:
+            raise DepstatError(
+                "this corpus is already tokenized: its only granularity is the given ids",
+                hint="drop --granularity/--tokenizer",
+            )
+        streams: Iterable[TokenStream] = [ids_stream(documents(), vocab_size)]
+    else:
+        names = check_names(granularities if granularities is not None else DEFAULT_LADDER)
+        if not names and not tokenizers:
+            raise DepstatError("no granularity chosen")
+        streams = text_streams(documents, names, tokenizers, train_docs=train_docs)
+
+    tables, facts, skipped = [], {}, {}
+    for stream in streams:
+        table, skip = mi_profile(stream, grid, estimator, confidence, n_blocks, seed)
+        if table.height == 0:
+            raise DepstatError(
+                f"granularity {stream.name!r}: every document is shorter than every offset "
+                f"(longest document: {int(stream.doc_lengths.max())} tokens, smallest offset: "
+                f"{int(grid.min())})",
+                hint="use smaller offsets (--max-offset/--offsets) or longer documents",
+            )
+        tables.append(table)
+        facts[stream.name] = stream.facts()
+        skipped[stream.name] = skip
+    return Profile(
+        table=pl.concat(tables),
+        granularities=facts,
+        corpus={**corpus.describe(), **_read_stats(corpus)},
+        sampling=_sampling_rule(max_docs, max_tokens, corpus.kind, train_docs),
+        estimator=estimator,
+        confidence=confidence,
+        skipped_offsets=skipped,
+    )
+
+
+def _sample(corpus: Corpus, max_docs: int | None, max_tokens: int | None) -> Iterator[Document]:
+    """The first documents in reading order within the document and token budgets."""
+    used = 0
+    for i, doc in enumerate(corpus):
+        if max_docs is not None and i >= max_docs:
+            return
+        size = len(doc.ids) if doc.ids is not None else len(doc.text.encode("utf-8"))
+        if max_tokens is not None and used >= max_tokens:
+            return
+        used += size
+        yield doc
+
+
+def _sampling_rule(max_docs: int | None, max_tokens: int | None, kind: str, train_docs: int | None) -> dict:
+    unit = "given token ids" if kind == "ids" else "UTF-8 bytes"
+    if max_docs is None and max_tokens is None:
+        rule = "whole corpus"
+    else:
+        parts = []
+        if max_docs is not None:
+            parts.append(f"at most {max_docs} documents")
+        if max_tokens is not None:
+            parts.append(f"documents are added until {max_tokens} {unit} are reached (the last one whole)")
+        rule = "first documents in reading order: " + "; ".join(parts)
+    out = {"rule": rule, "max_docs": max_docs, "max_tokens": max_tokens, "token_unit": unit}
+    if kind == "text":
+        out["tokenizer_training"] = (
+            f"BPE and word vocabularies trained on the first {train_docs} sampled documents"
+            if train_docs else "BPE and word vocabularies trained on the whole sample"
+        )
+    return out
+
+
+def _read_stats(corpus: Corpus) -> dict:
+    s = corpus.stats
+    return {
+        "documents_read": s.documents, "skipped_bad_records": s.skipped,
+        "skipped_reasons": dict(s.skipped_reasons), "empty_documents": s.empty,
+    }
+
+
+def _read_hint(corpus: Corpus) -> str:
+    s = corpus.stats
+    if s.skipped:
+        return f"--skip-bad skipped {s.skipped} bad records: {dict(s.skipped_reasons)}"
+    return "check the path and the --text-field/--ids-field"
+
+
+def _check_estimator(name: str) -> None:
+    if name not in est.ESTIMATORS:
+        raise DepstatError(f"unknown estimator {name!r}", hint="choose one of " + ", ".join(est.ESTIMATORS))
+
+
+def _first(series: pl.Series) -> float | None:
+    return float(series[0]) if series.len() else None
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _atomic_write(path: Path, write) -> None:
+    """Write to a temporary sibling and rename, so an interrupted run leaves no half file."""
+    tmp = path.with_name(path.name + ".tmp")
+    write(str(tmp))
+    tmp.replace(path)

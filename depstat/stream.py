@@ -1,0 +1,75 @@
+"""TokenStream: a tokenized corpus as one token array plus document lengths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from depstat.errors import DepstatError
+
+
+@dataclass
+class TokenStream:
+    """The documents of one granularity, concatenated; pairs never cross ``doc_lengths``.
+
+    ``n_bytes`` is the UTF-8 size of the text behind the tokens (None for corpora that
+    arrived already tokenized), so ``bytes_per_token`` is the compression ratio.
+    """
+
+    name: str
+    tokens: np.ndarray
+    doc_lengths: np.ndarray
+    vocab_size: int
+    n_bytes: int | None = None
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.tokens = np.ascontiguousarray(self.tokens)
+        self.doc_lengths = np.asarray(self.doc_lengths, dtype=np.int64)
+        if self.tokens.ndim != 1 or not np.issubdtype(self.tokens.dtype, np.integer):
+            raise DepstatError(f"granularity {self.name!r}: tokens must be a 1-D integer array")
+        if int(self.doc_lengths.sum()) != self.tokens.shape[0] or (self.doc_lengths < 0).any():
+            raise DepstatError(
+                f"granularity {self.name!r}: document lengths add up to "
+                f"{int(self.doc_lengths.sum())} but there are {self.tokens.shape[0]} tokens"
+            )
+        if self.tokens.size:
+            lo, hi = int(self.tokens.min()), int(self.tokens.max())
+            if lo < 0 or hi >= self.vocab_size:
+                bad = lo if lo < 0 else hi
+                raise DepstatError(
+                    f"granularity {self.name!r}: token id {bad} is outside the vocabulary "
+                    f"[0, {self.vocab_size})",
+                    hint="pass the right --vocab-size, or check the --eos-id and ids field",
+                )
+        if self.tokens.dtype != np.int32 and self.vocab_size < 2**31:
+            self.tokens = self.tokens.astype(np.int32)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.tokens.shape[0])
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.doc_lengths.shape[0])
+
+    @property
+    def bytes_per_token(self) -> float | None:
+        return self.n_bytes / self.n_tokens if self.n_bytes is not None and self.n_tokens else None
+
+    def pairs_at(self, r: int) -> tuple[int, int]:
+        """(pairs, contributing documents) at offset r: each document gives max(0, len - r)."""
+        extra = self.doc_lengths - r
+        return int(extra[extra > 0].sum()), int((extra > 0).sum())
+
+    def facts(self) -> dict:
+        """Vocabulary size, token and document counts, bytes per token."""
+        return {
+            "vocab_size": int(self.vocab_size),
+            "n_tokens": self.n_tokens,
+            "n_docs": self.n_docs,
+            "n_bytes": self.n_bytes,
+            "bytes_per_token": self.bytes_per_token,
+            **self.info,
+        }

@@ -1,0 +1,405 @@
+"""Tests for depstat.corpus: every input format round-trips and every bad input is one clear error."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from depstat.corpus import Corpus, Document, open_corpus, split_on_eos
+from depstat.errors import DepstatError
+
+RECORDS = [{"text": "alpha beta", "id": 1}, {"text": "gamma", "id": 2}, {"text": "delta epsilon", "id": 3}]
+TEXTS = [r["text"] for r in RECORDS]
+
+
+def jsonl_bytes(records: list) -> bytes:
+    """Records as JSON Lines bytes."""
+    return "".join(json.dumps(r) + "\n" for r in records).encode()
+
+
+def write(path: Path, data: bytes | str) -> str:
+    """Write bytes or text to path and return it as a string."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    path.write_bytes(data)
+    return str(path)
+
+
+def texts(corpus: Corpus) -> list[str]:
+    """The texts of all documents of a corpus."""
+    return [doc.text for doc in corpus]
+
+
+def ids(corpus: Corpus) -> list[list[int]]:
+    """The token ids of all documents of a corpus, as lists."""
+    docs = list(corpus)
+    assert all(doc.ids.dtype == np.int64 and doc.text is None for doc in docs)
+    return [doc.ids.tolist() for doc in docs]
+
+
+def error_of(spec: str, **kwargs) -> str:
+    """The message of the DepstatError raised while opening and reading spec."""
+    with pytest.raises(DepstatError) as info:
+        list(open_corpus(spec, **kwargs))
+    return str(info.value)
+
+
+# -- round trips --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, compress",
+    [
+        ("c.jsonl", lambda b: b),
+        ("c.jsonl.gz", gzip.compress),
+        ("c.jsonl.zst", lambda b: zstandard.ZstdCompressor().compress(b)),
+    ],
+)
+def test_jsonl_formats_round_trip(tmp_path, name, compress):
+    path = write(tmp_path / name, compress(jsonl_bytes(RECORDS)))
+    corpus = open_corpus(path)
+    docs = list(corpus)
+    assert corpus.kind == "text"
+    assert [(d.source, d.line, d.text, d.ids) for d in docs] == [(path, i + 1, t, None) for i, t in enumerate(TEXTS)]
+    assert corpus.stats.documents == 3 and corpus.stats.files == [path]
+
+
+def test_multi_frame_zstd_is_read_completely(tmp_path):
+    cctx = zstandard.ZstdCompressor()
+    data = cctx.compress(jsonl_bytes(RECORDS[:1])) + cctx.compress(jsonl_bytes(RECORDS[1:]))
+    assert texts(open_corpus(write(tmp_path / "m.jsonl.zst", data))) == TEXTS
+
+
+def test_blank_lines_skipped_and_line_numbers_kept(tmp_path):
+    data = '\n{"text": "a"}\n   \n{"text": "b"}\n\n'
+    docs = list(open_corpus(write(tmp_path / "b.jsonl", data)))
+    assert [(d.line, d.text) for d in docs] == [(2, "a"), (4, "b")]
+
+
+def test_custom_text_field_and_bom(tmp_path):
+    path = write(tmp_path / "c.jsonl", b"\xef\xbb\xbf" + jsonl_bytes([{"body": "x"}, {"body": "y"}]))
+    assert texts(open_corpus(path, text_field="body")) == ["x", "y"]
+
+
+def test_empty_texts_are_counted_not_yielded(tmp_path):
+    corpus = open_corpus(write(tmp_path / "e.jsonl", jsonl_bytes([{"text": ""}, {"text": "a"}])))
+    assert texts(corpus) == ["a"]
+    assert corpus.stats.empty == 1 and corpus.stats.documents == 1
+
+
+def test_corpus_is_reiterable(tmp_path):
+    corpus = open_corpus(write(tmp_path / "r.jsonl.gz", gzip.compress(jsonl_bytes(RECORDS))))
+    first = [(d.line, d.text) for d in corpus]
+    second = [(d.line, d.text) for d in corpus]
+    assert first == second == [(1, "alpha beta"), (2, "gamma"), (3, "delta epsilon")]
+    assert corpus.stats.documents == 3
+
+
+def test_stats_cover_partial_iteration(tmp_path):
+    corpus = open_corpus(write(tmp_path / "p.jsonl", jsonl_bytes(RECORDS)))
+    iterator = iter(corpus)
+    next(iterator)
+    assert corpus.stats.documents == 1
+
+
+def test_ids_jsonl_detected_from_first_record(tmp_path):
+    path = write(tmp_path / "t.jsonl", jsonl_bytes([{"input_ids": [5, 6, 7]}, {"input_ids": [8]}]))
+    corpus = open_corpus(path)
+    assert corpus.kind == "ids"
+    assert ids(corpus) == [[5, 6, 7], [8]]
+    assert corpus.describe()["ids_field"] == "input_ids"
+
+
+def test_ids_jsonl_with_explicit_field(tmp_path):
+    path = write(tmp_path / "t.jsonl", jsonl_bytes([{"text": "t", "toks": [1, 2]}, {"toks": []}, {"toks": [3]}]))
+    corpus = open_corpus(path, ids_field="toks")
+    assert ids(corpus) == [[1, 2], [3]]
+    assert [d.line for d in corpus] == [1, 3]
+    assert corpus.stats.empty == 1
+
+
+def test_parquet_text_and_ids(tmp_path):
+    text_path = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({"text": TEXTS, "n": [1, 2, 3]}), text_path, row_group_size=2)
+    corpus = open_corpus(text_path)
+    assert [(d.line, d.text) for d in corpus] == [(1, "alpha beta"), (2, "gamma"), (3, "delta epsilon")]
+
+    ids_path = str(tmp_path / "i.parquet")
+    pq.write_table(pa.table({"input_ids": [[1, 2], [3, 4, 5]]}), ids_path)
+    assert ids(open_corpus(ids_path)) == [[1, 2], [3, 4, 5]]
+
+
+def test_text_directory_recursive_sorted(tmp_path):
+    write(tmp_path / "d" / "b.md", "# bee")
+    write(tmp_path / "d" / "a.txt", "ay")
+    write(tmp_path / "d" / "sub" / "c.py", "print(1)\n")
+    write(tmp_path / "d" / "sub" / "d.rst", "dee")
+    write(tmp_path / "d" / "notes.csv", "ignored")
+    write(tmp_path / "d" / ".hidden" / "x.txt", "hidden")
+    corpus = open_corpus(str(tmp_path / "d"))
+    docs = list(corpus)
+    assert [Path(d.source).name for d in docs] == ["a.txt", "b.md", "c.py", "d.rst"]
+    assert [d.text for d in docs] == ["ay", "# bee", "print(1)\n", "dee"]
+    assert all(d.line == 1 for d in docs)
+    assert corpus.describe()["file_count"] == 4
+
+
+def test_single_file_with_unknown_extension_read_as_text(tmp_path):
+    path = write(tmp_path / "notes.log", "some log text")
+    assert texts(open_corpus(path)) == ["some log text"]
+
+
+def test_glob_sorted(tmp_path):
+    write(tmp_path / "g" / "b.jsonl", jsonl_bytes([{"text": "b"}]))
+    write(tmp_path / "g" / "a.jsonl", jsonl_bytes([{"text": "a"}]))
+    write(tmp_path / "g" / "c.txt", "not matched")
+    corpus = open_corpus(str(tmp_path / "g" / "*.jsonl"))
+    assert texts(corpus) == ["a", "b"]
+    assert [Path(f).name for f in corpus.files] == ["a.jsonl", "b.jsonl"]
+
+
+def test_npy_with_eos(tmp_path):
+    path = str(tmp_path / "s.npy")
+    np.save(path, np.array([0, 1, 2, 0, 0, 3, 4, 0, 5], dtype=np.int32))
+    corpus = open_corpus(path, eos_id=0)
+    docs = list(corpus)
+    assert corpus.kind == "ids"
+    assert [(d.line, d.ids.tolist()) for d in docs] == [(1, [1, 2]), (2, [3, 4]), (3, [5])]
+    assert corpus.describe()["stream_documents"].startswith("runs between eos")
+
+
+def test_npy_without_eos_is_one_document(tmp_path):
+    path = str(tmp_path / "s.npy")
+    np.save(path, np.array([3, 1, 2], dtype=np.uint16))
+    corpus = open_corpus(path)
+    assert ids(corpus) == [[3, 1, 2]]
+    assert corpus.describe()["stream_documents"] == "whole stream is one document"
+    assert ids(open_corpus(path, eos_id=99)) == [[3, 1, 2]]
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32"])
+def test_bin_with_eos(tmp_path, dtype):
+    path = str(tmp_path / "train.bin")
+    np.array([7, 8, 50256, 9, 70000 % np.iinfo(dtype).max, 50256], dtype=dtype).tofile(path)
+    assert ids(open_corpus(path, eos_id=50256, bin_dtype=dtype)) == [[7, 8], [9, 70000 % np.iinfo(dtype).max]]
+
+
+def test_split_on_eos_across_chunks():
+    tokens = np.array([1, 2, 3, 9, 4, 5, 6, 7, 8, 9, 9, 10])
+    runs = [run.tolist() for run in split_on_eos(tokens, 9, chunk_tokens=3)]
+    assert runs == [[1, 2, 3], [4, 5, 6, 7, 8], [10]]
+
+
+def test_saved_dataset_and_datasetdict(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict({"text": ["one", "", "three"], "meta": [1, 2, 3]})
+    ds.save_to_disk(str(tmp_path / "ds"))
+    corpus = open_corpus(str(tmp_path / "ds"))
+    assert [(d.line, d.text) for d in corpus] == [(1, "one"), (3, "three")]
+    assert corpus.stats.empty == 1 and corpus.describe()["formats"] == ["datasets"]
+
+    dd = datasets.DatasetDict(
+        train=datasets.Dataset.from_dict({"input_ids": [[1, 2], [3]]}),
+        validation=datasets.Dataset.from_dict({"input_ids": [[4]]}),
+    )
+    dd.save_to_disk(str(tmp_path / "dd"))
+    assert ids(open_corpus(str(tmp_path / "dd"))) == [[1, 2], [3]]
+    assert ids(open_corpus(str(tmp_path / "dd"), hf_split="validation")) == [[4]]
+    assert "no split 'test' (splits: train, validation)" in error_of(str(tmp_path / "dd"), hf_split="test")
+
+
+def test_hf_row_iteration_with_dataset_and_iterable_dataset():
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset.from_dict({"text": ["a", "b", None], "x": [1, 2, 3]})
+    for source in (ds, ds.to_iterable_dataset()):
+        corpus = Corpus.from_dataset(source, "hf:me/data", skip_bad=True)
+        docs = list(corpus)
+        assert [(d.source, d.line, d.text) for d in docs] == [("hf:me/data", 1, "a"), ("hf:me/data", 2, "b")]
+        assert corpus.stats.skipped_reasons == {"null value": 1}
+        assert [d.text for d in corpus] == ["a", "b"]
+    with pytest.raises(DepstatError, match=r"^hf:me/data:3: field 'text' is null"):
+        list(Corpus.from_dataset(ds, "hf:me/data"))
+
+
+def test_plain_list_of_rows_and_ids_detection():
+    corpus = Corpus.from_dataset([{"input_ids": [1, 2]}, {"input_ids": [3]}], "rows")
+    assert corpus.kind == "ids" and ids(corpus) == [[1, 2], [3]]
+
+
+def test_hf_load_failure_is_one_line(monkeypatch):
+    datasets = pytest.importorskip("datasets")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    message = error_of("hf:nobody/no-such-dataset")
+    assert message.startswith("hf:nobody/no-such-dataset: could not load the dataset:")
+    assert "save_to_disk" in message and "\n" not in message
+
+
+# -- bad input ----------------------------------------------------------------------------------
+
+
+def test_malformed_json_names_file_and_line(tmp_path):
+    path = write(tmp_path / "bad.jsonl", '{"text": "a"}\n{"text": "b"}\n{"text": "c" "d"}\n')
+    message = error_of(path)
+    assert message.startswith(f"{path}:3: not valid JSON (Expecting ',' delimiter")
+    assert "--skip-bad" in message
+
+
+def test_malformed_json_in_compressed_file(tmp_path):
+    path = write(tmp_path / "bad.jsonl.gz", gzip.compress(b'{"text": "a"}\n{oops\n'))
+    assert error_of(path).startswith(f"{path}:2: not valid JSON")
+
+
+def test_missing_field_lists_keys(tmp_path):
+    path = write(tmp_path / "m.jsonl", jsonl_bytes([{"text": "a"}, {"body": "b", "id": 2}]))
+    message = error_of(path)
+    assert message.startswith(f"{path}:2: record has no field 'text' (fields: body, id)")
+    assert "--text-field" in message
+
+
+def test_record_not_object_and_field_not_string(tmp_path):
+    path = write(tmp_path / "o.jsonl", '{"text": "a"}\n[1, 2]\n')
+    assert error_of(path) .startswith(f"{path}:2: record is an array, expected a JSON object")
+    path = write(tmp_path / "s.jsonl", '{"text": 5}\n')
+    assert error_of(path).startswith(f"{path}:1: field 'text' is a number, expected a string")
+
+
+def test_non_utf8_jsonl_line(tmp_path):
+    path = write(tmp_path / "u.jsonl", b'{"text": "a"}\n{"text": "caf\xe9"}\n')
+    message = error_of(path)
+    assert message.startswith(f"{path}:2: not valid UTF-8 (byte 0xe9")
+    assert "--skip-bad" in message
+
+
+def test_non_utf8_text_file_names_offset(tmp_path):
+    path = write(tmp_path / "t.txt", b"line one\nline \xff two\n")
+    assert error_of(path).startswith(f"{path}:2: not valid UTF-8 (byte 0xff at byte offset 14)")
+    corpus = open_corpus(path, skip_bad=True)
+    assert list(corpus) == [] and corpus.stats.skipped_reasons == {"non-UTF-8": 1}
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ('"1 2 3"', "field 'input_ids' is a string, expected a list of token ids"),
+        ("[1, 2.5]", "field 'input_ids' is not a flat list of integers"),
+        ('[1, "a"]', "field 'input_ids' is not a flat list of integers"),
+        ("[1, -4]", "field 'input_ids' has a negative token id (-4)"),
+    ],
+)
+def test_bad_token_ids(tmp_path, value, expected):
+    path = write(tmp_path / "i.jsonl", '{"input_ids": [1]}\n{"input_ids": ' + value + "}\n")
+    assert error_of(path).startswith(f"{path}:2: {expected}")
+
+
+def test_parquet_missing_column_and_null(tmp_path):
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({"body": ["a", None, "c"], "id": [1, 2, 3]}), path)
+    message = error_of(path)
+    assert message.startswith(f"{path}: no column 'text' (columns: body, id)") and "--text-field" in message
+    assert error_of(path, text_field="body").startswith(f"{path}:2: field 'body' is null")
+    corpus = open_corpus(path, text_field="body", skip_bad=True)
+    assert [(d.line, d.text) for d in corpus] == [(1, "a"), (3, "c")]
+    assert corpus.stats.skipped_reasons == {"null value": 1}
+
+
+def test_corrupt_parquet(tmp_path):
+    path = write(tmp_path / "x.parquet", b"not parquet at all")
+    assert error_of(path).startswith(f"{path}: not a readable Parquet file")
+
+
+def test_truncated_gzip(tmp_path):
+    data = gzip.compress(jsonl_bytes(RECORDS * 50))
+    path = write(tmp_path / "t.jsonl.gz", data[: len(data) // 2])
+    message = error_of(path)
+    assert message.startswith(f"{path}:") and "truncated or corrupt" in message
+
+
+def test_skip_bad_counts_reasons(tmp_path):
+    lines = [
+        '{"text": "good"}',
+        "{broken",
+        "[1]",
+        '{"other": 1}',
+        '{"text": null}',
+        '{"text": 3}',
+        '{"text": ""}',
+        '{"text": "also good"}',
+    ]
+    data = "\n".join(lines).encode() + b'\n{"text": "\xff"}\n'
+    corpus = open_corpus(write(tmp_path / "s.jsonl", data), skip_bad=True)
+    assert [(d.line, d.text) for d in corpus] == [(1, "good"), (8, "also good")]
+    assert corpus.stats.skipped == 6 and corpus.stats.empty == 1 and corpus.stats.documents == 2
+    assert corpus.stats.skipped_reasons == {
+        "invalid JSON": 1,
+        "not an object": 1,
+        "missing field 'text'": 1,
+        "null value": 1,
+        "not a string": 1,
+        "non-UTF-8": 1,
+    }
+
+
+def test_mixed_kinds_rejected(tmp_path):
+    write(tmp_path / "m" / "a.txt", "text")
+    np.save(tmp_path / "m" / "b.npy", np.array([1, 2]))
+    message = error_of(str(tmp_path / "m"))
+    assert "mixes plain-text and token-id inputs" in message and "a.txt" in message and "b.npy" in message
+
+
+def test_mixed_jsonl_kinds_rejected(tmp_path):
+    write(tmp_path / "m" / "a.jsonl", jsonl_bytes([{"text": "x"}]))
+    write(tmp_path / "m" / "b.jsonl", jsonl_bytes([{"input_ids": [1]}]))
+    assert "mixes plain-text and token-id inputs" in error_of(str(tmp_path / "m"))
+
+
+def test_ids_field_on_plain_text_rejected(tmp_path):
+    path = write(tmp_path / "a.txt", "text")
+    assert "--ids-field 'toks' was given but the input is plain text" in error_of(path, ids_field="toks")
+
+
+def test_missing_path_and_empty_glob(tmp_path):
+    missing = str(tmp_path / "nope.jsonl")
+    assert error_of(missing) == f"{missing}: no such file or directory (check the path)"
+    pattern = str(tmp_path / "*.jsonl")
+    assert error_of(pattern).startswith(f"{pattern}: glob pattern matched nothing")
+
+
+def test_glob_and_directory_without_supported_files(tmp_path):
+    write(tmp_path / "d" / "a.csv", "x")
+    assert "holds no supported files (found 1 other files, e.g. a.csv)" in error_of(str(tmp_path / "d" / "*"))
+    assert "directory holds no supported files" in error_of(str(tmp_path / "d"))
+
+
+def test_unknown_binary_file_and_json_rejected(tmp_path):
+    path = write(tmp_path / "blob.dat", b"\x00\x01\xff\xfe")
+    assert error_of(path).startswith(f"{path}: unknown file extension '.dat' and the file is not UTF-8 text")
+    path = write(tmp_path / "data.json", "[]")
+    assert "rename it to .jsonl" in error_of(path)
+
+
+def test_bad_token_streams(tmp_path):
+    two_d = str(tmp_path / "m.npy")
+    np.save(two_d, np.zeros((3, 4), dtype=np.int64))
+    assert error_of(two_d).startswith(f"{two_d}: is a 2-D array of shape (3, 4)")
+    floats = str(tmp_path / "f.npy")
+    np.save(floats, np.zeros(4, dtype=np.float32))
+    assert error_of(floats).startswith(f"{floats}: has dtype float32; expected integer token ids")
+    odd = write(tmp_path / "odd.bin", b"\x01\x02\x03")
+    assert error_of(odd).startswith(f"{odd}: size 3 bytes is not a multiple of 2 (uint16)")
+    negative = str(tmp_path / "n.npy")
+    np.save(negative, np.array([1, 0, -3, 2]))
+    assert error_of(negative, eos_id=0).startswith(f"{negative}:2: document has a negative token id (-3)")
+    assert error_of(negative, bin_dtype="int8").startswith("unsupported .bin dtype 'int8'")
+
+
+def test_documents_keep_source_and_line_fields():
+    doc = Document("f.jsonl", 4, text="x")
+    assert (doc.source, doc.line, doc.text, doc.ids) == ("f.jsonl", 4, "x", None)
