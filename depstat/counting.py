@@ -49,10 +49,14 @@ class PairCounter:
         self.shift = max(tok.shape[0] // 2, 1)
         self.seed = seed
 
+    def partner_seed(self, r: int) -> int:
+        """Seed of the i.i.d. null at offset r (different offsets draw different partners)."""
+        return self.seed * 1_000_003 + r
+
     def sums(self, r: int, partner: str = "real", jackknife: bool = True) -> TableSums:
         """Table sums and jackknife deltas of the pairs at offset r for a partner process."""
         mode = PARTNER_MODES[partner]
-        seed = self.seed * 1_000_003 + r
+        seed = self.partner_seed(r)
         table = kernels.NG_TABLE
         s = self.stream
         joint, first, joint_jk, first_jk, block_pairs = kernels.joint_sums(

@@ -151,6 +151,12 @@ def mi_profile(
     if not 0 < confidence < 1:
         raise DepstatError(f"confidence must be between 0 and 1, got {confidence}")
     counter = PairCounter(stream, n_blocks=n_blocks, seed=seed)
+    stream.info["jackknife_unit"] = counter.block_unit
+    if stream.n_docs < 2 and est.nulls_needed(estimator):
+        stream.info["warning"] = (
+            "one document: the null partner lies half the document away, so dependence at that "
+            "range would be subtracted as bias"
+        )
     rows, skipped = [], []
     with bar(desc=f"count {stream.name}", unit="offset", total=len(offsets)) as progress:
         for r in offsets:

@@ -1,0 +1,88 @@
+"""Plain NumPy twins of depstat's Numba kernels and estimator sums: slow and obviously right."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import digamma
+
+from depstat.estimators import TableSums
+
+M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def grassberger_g(n: np.ndarray) -> np.ndarray:
+    """G(n) = psi(n) + (-1)^n (psi((n+1)/2) - psi(n/2)) / 2, straight from scipy."""
+    n = np.asarray(n, dtype=np.float64)
+    sign = np.where(n % 2 == 0, 1.0, -1.0)
+    return digamma(n) + 0.5 * sign * (digamma((n + 1) / 2) - digamma(n / 2))
+
+
+def sums_of(counts: np.ndarray) -> np.ndarray:
+    """(sum n ln n, sum n G(n), occupied cells) of a vector of counts."""
+    c = counts[counts > 0].astype(np.float64)
+    return np.array([np.sum(c * np.log(c)), np.sum(c * grassberger_g(c)), float(c.size)])
+
+
+def pair_positions(doc_lengths: np.ndarray, r: int) -> np.ndarray:
+    """First positions p of every pair (p, p + r) inside one document."""
+    out, start = [], 0
+    for length in doc_lengths:
+        out.append(np.arange(start, start + max(0, length - r)))
+        start += length
+    return np.concatenate(out).astype(np.int64) if out else np.zeros(0, np.int64)
+
+
+def iid_partner(p: np.ndarray, seed: int, n: int) -> np.ndarray:
+    """The i.i.d. null's partner position: a 64-bit mix of (p, seed), modulo n."""
+    with np.errstate(over="ignore"):
+        h = p.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
+        h ^= h >> np.uint64(31)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(29)
+    return (h % np.uint64(n)).astype(np.int64)
+
+
+def partner_positions(p: np.ndarray, r: int, partner: str, shift: int, n: int, seed: int) -> np.ndarray:
+    if partner == "real":
+        return p + r
+    if partner == "rotate":
+        return (p + r + shift) % n
+    return iid_partner(p, seed, n)
+
+
+def table_sums(x: np.ndarray, y: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sums of the joint table and both marginals of the pairs (x, y), via np.unique."""
+    _, joint = np.unique(x.astype(np.int64) * vocab + y, return_counts=True)
+    return sums_of(joint), sums_of(np.bincount(x, minlength=vocab)), sums_of(np.bincount(y, minlength=vocab))
+
+
+def naive_sums(
+    tokens: np.ndarray, doc_lengths: np.ndarray, vocab: int, r: int, partner: str,
+    block_starts: np.ndarray, shift: int, seed: int,
+) -> TableSums:
+    """TableSums recomputed from scratch, the jackknife deltas by recounting without each block."""
+    n = tokens.shape[0]
+    p = pair_positions(doc_lengths, r)
+    q = partner_positions(p, r, partner, shift, n, seed)
+    x, y = tokens[p], tokens[q]
+    joint, first, second = table_sums(x, y, vocab)
+    block_of = np.searchsorted(block_starts, p, side="right") - 1
+    g_count = len(block_starts) - 1
+    jk = np.zeros((3, g_count, 3))
+    for g in range(g_count):
+        keep = block_of != g
+        for i, s in enumerate(table_sums(x[keep], y[keep], vocab)):
+            jk[i, g] = s - (joint, first, second)[i]
+    pairs = np.bincount(block_of, minlength=g_count)
+    return TableSums(len(p), joint, first, second, jk[0], jk[1], jk[2], pairs)
+
+
+def plugin_mi_bits(x: np.ndarray, y: np.ndarray) -> float:
+    """Plug-in MI (bits) from a dense joint histogram."""
+    vx, vy = int(x.max()) + 1, int(y.max()) + 1
+    joint = np.zeros((vx, vy))
+    np.add.at(joint, (x, y), 1)
+    pxy = joint / joint.sum()
+    px, py = pxy.sum(1, keepdims=True), pxy.sum(0, keepdims=True)
+    nz = pxy > 0
+    return float(np.sum(pxy[nz] * np.log2(pxy[nz] / (px @ py)[nz])))

@@ -1,0 +1,123 @@
+"""Estimators: formulas against direct computation, and accuracy on processes with known MI."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.testing as npt
+import pytest
+
+from depstat import estimators as est
+from depstat.counting import PairCounter
+from depstat.profile import log_offsets, mi_profile
+from depstat.stream import TokenStream
+from depstat.synth import MarkovChain, reference_chain, stationary
+from tests import naive
+
+LN2 = np.log(2)
+
+
+@pytest.fixture(scope="module")
+def small_stream() -> TokenStream:
+    chain = MarkovChain(P=np.array([[0.9, 0.1, 0.0], [0.0, 0.5, 0.5], [0.3, 0.0, 0.7]]), pi=None)
+    P = chain.P
+    return MarkovChain(P=P, pi=stationary(P)).sample(40, 500, seed=1)
+
+
+def test_plugin_equals_dense_histogram_mi(small_stream: TokenStream) -> None:
+    counter = PairCounter(small_stream, n_blocks=4)
+    for r in (1, 3, 50):
+        p = naive.pair_positions(small_stream.doc_lengths, r)
+        want = naive.plugin_mi_bits(small_stream.tokens[p], small_stream.tokens[p + r])
+        assert est.base_mi(counter.sums(r), "plugin") == pytest.approx(want, abs=1e-12)
+
+
+def test_miller_madow_and_grassberger_follow_their_formulas(small_stream: TokenStream) -> None:
+    s = PairCounter(small_stream, n_blocks=4).sums(2)
+    n = s.n_pairs
+    kx, ky, kxy = s.first[2], s.second[2], s.joint[2]
+    mm = est.base_mi(s, "plugin") + ((kx - 1) + (ky - 1) - (kxy - 1)) / (2 * n * LN2)
+    assert est.base_mi(s, "miller-madow") == pytest.approx(mm, abs=1e-12)
+    p = naive.pair_positions(small_stream.doc_lengths, 2)
+    x, y = small_stream.tokens[p], small_stream.tokens[p + 2]
+
+    def h_grassberger(counts: np.ndarray) -> float:
+        c = counts[counts > 0]
+        return np.log(n) - np.sum(c * naive.grassberger_g(c)) / n
+
+    joint = np.unique(x * 3 + y, return_counts=True)[1]
+    want = (h_grassberger(np.bincount(x)) + h_grassberger(np.bincount(y)) - h_grassberger(joint)) / LN2
+    assert est.base_mi(s, "grassberger") == pytest.approx(want, abs=1e-12)
+
+
+def test_jackknife_replicates_equal_estimates_without_each_block(small_stream: TokenStream) -> None:
+    counter = PairCounter(small_stream, n_blocks=5)
+    real, null = counter.sums(4), counter.sums(4, "rotate")
+    reps = est.replicates(est.DEFAULT_ESTIMATOR, real, {"rotate": null})
+    for g in range(counter.n_blocks):
+        keep = np.ones(small_stream.n_docs, bool)
+        start, stop = counter.block_starts[g], counter.block_starts[g + 1]
+        doc_starts = np.r_[0, np.cumsum(small_stream.doc_lengths)[:-1]]
+        keep[(doc_starts >= start) & (doc_starts < stop)] = False
+        want_real = naive.naive_sums(small_stream.tokens, small_stream.doc_lengths, 3, 4, "real", counter.block_starts, counter.shift, 0)
+        assert reps[g] == pytest.approx(
+            est.estimate(est.DEFAULT_ESTIMATOR, real.deleted(g), {"rotate": null.deleted(g)}), abs=1e-12
+        )
+        assert want_real.deleted(g).n_pairs == real.deleted(g).n_pairs
+
+
+def test_jackknife_interval_uses_student_t() -> None:
+    reps = np.array([1.0, 1.2, 0.8, 1.1, 0.9])
+    se, lo, hi = est.jackknife_interval(1.0, reps, 0.95)
+    assert se == pytest.approx(np.sqrt(4 / 5 * np.sum((reps - 1.0) ** 2)))
+    assert hi - 1.0 == pytest.approx(2.7764451 * se, rel=1e-6)
+    assert lo == pytest.approx(2.0 - hi)
+
+
+def test_independent_tokens_give_zero_where_plugin_is_far_off() -> None:
+    """i.i.d. tokens over 512 symbols: true MI 0 at every offset."""
+    rng = np.random.default_rng(7)
+    weights = 1 / np.arange(1, 513)  # Zipf-like marginal
+    tokens = rng.choice(512, size=1000 * 1000, p=weights / weights.sum())
+    stream = TokenStream("iid", tokens, np.full(1000, 1000), 512)
+    offsets = log_offsets(256, n=12)
+    table, _ = mi_profile(stream, offsets)
+    plugin, _ = mi_profile(stream, offsets, estimator="plugin", interval=False)
+    assert plugin["mi_bits"].min() > 0.1  # the bias the default must remove
+    assert table["mi_bits"].abs().max() < 0.005
+    covered = ((table["ci_low"] <= 0) & (table["ci_high"] >= 0)).sum()
+    assert covered >= 10  # 95% intervals: at most a couple of the 12 may miss zero
+
+
+@pytest.mark.slow
+def test_accuracy_bar_on_reference_markov_chain() -> None:
+    """The bar of the profile issue: |error| <= max(0.005, 2% of truth) at every offset 1..2048.
+
+    V = 512, 2M tokens in documents of 4096, exact MI from the transition matrix.
+    """
+    chain = reference_chain()
+    offsets = log_offsets(2048, n=20)
+    truth = chain.exact_mi(offsets)
+    assert truth[0] > 4 and truth[-1] < 1e-6  # crosses the strong and the null regime
+    stream = chain.sample(512, 4096, seed=11)
+    table, skipped = mi_profile(stream, offsets)
+    assert not skipped
+    got = table.sort("offset")["mi_bits"].to_numpy()
+    tolerance = np.maximum(0.005, 0.02 * truth)
+    worst = np.max(np.abs(got - truth) / tolerance)
+    assert worst <= 1.0, f"worst error/tolerance {worst:.3f}"
+    plugin, _ = mi_profile(stream, offsets[-3:], estimator="plugin", interval=False)
+    assert plugin["mi_bits"].min() > 0.05  # plug-in is off by ~0.1 bits where truth is 0
+
+
+def test_exact_mi_of_a_two_state_chain_matches_closed_form() -> None:
+    """For P = [[1-a, a], [b, 1-b]], P^d has eigenvalue (1-a-b)^d: check I(d) against it."""
+    a, b = 0.1, 0.3
+    P = np.array([[1 - a, a], [b, 1 - b]])
+    chain = MarkovChain(P=P, pi=stationary(P))
+    pi = np.array([b, a]) / (a + b)
+    npt.assert_allclose(chain.pi, pi)
+    for d in (1, 2, 5):
+        lam = (1 - a - b) ** d
+        Pd = np.array([[pi[0] + pi[1] * lam, pi[1] - pi[1] * lam], [pi[0] - pi[0] * lam, pi[1] + pi[0] * lam]])
+        want = np.sum(pi[:, None] * Pd * np.log2(Pd / pi[None, :]))
+        assert chain.exact_mi([d])[0] == pytest.approx(want, rel=1e-10)

@@ -1,0 +1,115 @@
+"""Numba kernels against their NumPy twins in tests/naive.py, on hypothesis-made streams."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.testing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import digamma
+
+from depstat import kernels
+from depstat.counting import PairCounter, jackknife_blocks
+from depstat.stream import TokenStream
+from tests import naive
+
+
+@st.composite
+def streams(draw: st.DrawFn, max_docs: int = 12, max_len: int = 40) -> TokenStream:
+    vocab = draw(st.integers(1, 12))
+    lengths = draw(st.lists(st.integers(1, max_len), min_size=1, max_size=max_docs))
+    tokens = draw(
+        st.lists(st.integers(0, vocab - 1), min_size=sum(lengths), max_size=sum(lengths))
+    )
+    return TokenStream("h", np.asarray(tokens, dtype=np.int32), np.asarray(lengths), vocab)
+
+
+def assert_sums_equal(got, want) -> None:
+    assert got.n_pairs == want.n_pairs
+    npt.assert_array_equal(got.block_pairs, want.block_pairs)
+    for name in ("joint", "first", "second", "joint_jk", "first_jk", "second_jk"):
+        npt.assert_allclose(getattr(got, name), getattr(want, name), rtol=1e-10, atol=1e-8, err_msg=name)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    stream=streams(),
+    r=st.integers(1, 45),
+    partner=st.sampled_from(["real", "rotate", "iid"]),
+    n_blocks=st.integers(2, 6),
+)
+def test_sums_match_naive(stream: TokenStream, r: int, partner: str, n_blocks: int) -> None:
+    counter = PairCounter(stream, n_blocks=n_blocks, seed=3)
+    got = counter.sums(r, partner)
+    want = naive.naive_sums(
+        stream.tokens, stream.doc_lengths, stream.vocab_size, r, partner,
+        counter.block_starts, counter.shift, counter.partner_seed(r),
+    )
+    assert_sums_equal(got, want)
+
+
+@settings(max_examples=50, deadline=None)
+@given(stream=streams(), r=st.integers(1, 10))
+def test_point_only_sums_match_and_skip_deltas(stream: TokenStream, r: int) -> None:
+    counter = PairCounter(stream, n_blocks=3)
+    full, point = counter.sums(r), counter.sums(r, jackknife=False)
+    for name in ("joint", "first", "second"):
+        npt.assert_allclose(getattr(point, name), getattr(full, name), rtol=1e-12)
+    npt.assert_array_equal(point.block_pairs, full.block_pairs)
+    assert not point.joint_jk.any() and not point.second_jk.any()
+
+
+@settings(max_examples=100, deadline=None)
+@given(tokens=st.lists(st.integers(0, 30), min_size=0, max_size=200))
+def test_group_by_token_is_a_stable_sort(tokens: list[int]) -> None:
+    tok = np.asarray(tokens, dtype=np.int32)
+    order, starts = kernels.group_by_token(tok, 31)
+    npt.assert_array_equal(order, np.argsort(tok, kind="stable"))
+    npt.assert_array_equal(np.diff(starts), np.bincount(tok, minlength=31))
+
+
+def test_grassberger_table_and_asymptotic_series_match_scipy() -> None:
+    n = np.array([1, 2, 3, 7, 100, 65535, 65536, 65537, 10**6, 10**6 + 1, 2**40 + 3])
+    got = np.array([kernels.n_g_n(int(k), kernels.NG_TABLE) for k in n])
+    want = n * naive.grassberger_g(n)
+    npt.assert_allclose(got, want, rtol=1e-13)
+    # Grassberger (2003): G(1) = -gamma - ln 2 and G(2) = G(1) + 2.
+    g1 = digamma(1) - np.log(2)
+    assert abs(kernels.n_g_n(1, kernels.NG_TABLE) - g1) < 1e-14
+    assert abs(kernels.n_g_n(2, kernels.NG_TABLE) / 2 - (g1 + 2)) < 1e-14
+
+
+def test_chunk_bounds_cover_every_token_group_once() -> None:
+    starts = np.cumsum(np.r_[0, np.random.default_rng(0).integers(0, 50, 1000)])
+    bounds = kernels.chunk_bounds(starts, 64)
+    assert bounds[0] == 0 and bounds[-1] == 1000 and (np.diff(bounds) >= 0).all()
+
+
+def test_results_do_not_depend_on_thread_count() -> None:
+    import numba
+
+    rng = np.random.default_rng(1)
+    stream = TokenStream("t", rng.integers(0, 300, 20_000), np.full(50, 400), 300)
+    counter = PairCounter(stream, n_blocks=10)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = counter.sums(7, "rotate")
+        numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        many = counter.sums(7, "rotate")
+    finally:
+        numba.set_num_threads(before)
+    for name in ("joint", "first", "second", "joint_jk", "first_jk", "second_jk"):
+        npt.assert_array_equal(getattr(one, name), getattr(many, name))
+
+
+@pytest.mark.parametrize(
+    ("lengths", "unit"), [([100] * 40, "documents"), ([4000], "token blocks"), ([10] * 5, "token blocks")]
+)
+def test_jackknife_blocks_cut_at_documents_when_there_are_enough(lengths: list[int], unit: str) -> None:
+    starts, got_unit = jackknife_blocks(np.asarray(lengths), 10)
+    assert got_unit == unit
+    assert starts[0] == 0 and starts[-1] == sum(lengths) and (np.diff(starts) > 0).all()
+    if unit == "documents":
+        assert set(starts) <= set(np.cumsum([0] + lengths))

@@ -1,0 +1,203 @@
+"""The profile pipeline end to end: API, CLI, saved outputs, edge cases and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import depstat
+from depstat.cli import main
+from depstat.profile import Profile, log_offsets, mi_profile
+from depstat.stream import TokenStream
+from depstat.synth import MarkovChain, stationary
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "python-docs.jsonl.gz"
+COLUMNS = ["granularity", "offset", "mi_bits", "ci_low", "ci_high", "n_pairs", "n_docs", "estimator"]
+
+
+@pytest.fixture(scope="module")
+def small_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The first 30 documents of the bundled example as plain jsonl."""
+    path = tmp_path_factory.mktemp("corpus") / "docs.jsonl"
+    with gzip.open(EXAMPLE, "rt", encoding="utf-8") as f:
+        lines = [next(f) for _ in range(30)]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def result(small_corpus: Path) -> Profile:
+    return depstat.profile(str(small_corpus), granularities=["bytes", "bpe-512", "words"], max_offset=256)
+
+
+def test_profile_table_has_one_row_per_granularity_and_offset(result: Profile, small_corpus: Path) -> None:
+    table = result.to_polars()
+    assert table.columns[: len(COLUMNS)] != [] and set(COLUMNS) <= set(table.columns)
+    assert set(table["granularity"]) == {"bytes", "bpe-512", "words"}
+    grid = set(log_offsets(256).tolist())
+    for _, rows in table.group_by("granularity"):
+        assert set(rows["offset"]) <= grid
+    assert (table["ci_low"] <= table["mi_bits"]).all() and (table["mi_bits"] <= table["ci_high"]).all()
+
+
+def test_pair_and_document_counts_follow_document_lengths(result: Profile) -> None:
+    docs = [json.loads(line)["text"] for line in Path(result.corpus["files"][0]).read_text().splitlines()]
+    lengths = np.array([len(d.encode()) for d in docs])
+    rows = result.table.filter(pl.col("granularity") == "bytes")
+    for r, n_pairs, n_docs in rows.select("offset", "n_pairs", "n_docs").iter_rows():
+        assert n_pairs == int(np.clip(lengths - r, 0, None).sum())
+        assert n_docs == int((lengths > r).sum())
+
+
+def test_facts_record_vocabulary_tokens_and_compression(result: Profile) -> None:
+    g = result.summary()["granularities"]
+    assert g["bytes"]["vocab_size"] == 256 and g["bytes"]["bytes_per_token"] == 1.0
+    assert g["bytes"]["n_bytes"] == g["words"]["n_bytes"] == g["bpe-512"]["n_bytes"]
+    assert 1.0 < g["bpe-512"]["bytes_per_token"] < g["words"]["bytes_per_token"]
+    assert g["bpe-512"]["vocab_size"] <= 512
+
+
+def test_text_profile_decays_with_offset(result: Profile) -> None:
+    for name in ("bytes", "bpe-512"):
+        mi = result.table.filter(pl.col("granularity") == name).sort("offset")["mi_bits"].to_numpy()
+        assert mi[0] > 0.3 and mi[0] > 4 * mi[-1]
+
+
+def test_save_and_load_round_trip(result: Profile, tmp_path: Path) -> None:
+    result.save(tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["estimator"] == depstat.DEFAULT_ESTIMATOR
+    assert summary["depstat_version"] == depstat.__version__
+    assert summary["sampling"]["rule"] == "whole corpus"
+    assert set(summary["granularities"]) == {"bytes", "bpe-512", "words"}
+    back = Profile.load(tmp_path)
+    assert back.table.equals(result.table)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_max_docs_and_max_tokens_take_the_first_documents(small_corpus: Path) -> None:
+    p = depstat.profile(str(small_corpus), granularities=["bytes"], max_docs=5, max_offset=16)
+    assert p.granularities["bytes"]["n_docs"] == 5
+    q = depstat.profile(str(small_corpus), granularities=["bytes"], max_tokens=3000, max_offset=16)
+    assert q.granularities["bytes"]["n_tokens"] >= 3000
+    assert "3000 UTF-8 bytes" in q.sampling["rule"]
+
+
+def test_pre_tokenized_stream_with_eos(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(0, 50, 300) for _ in range(30)]
+    stream = np.concatenate([np.r_[d, 50] for d in docs]).astype(np.uint16)
+    stream.tofile(tmp_path / "train.bin")
+    p = depstat.profile(str(tmp_path / "train.bin"), eos_id=50, max_offset=64, vocab_size=51)
+    facts = p.granularities["ids"]
+    assert facts["n_docs"] == 30 and facts["n_tokens"] == 9000 and facts["vocab_size"] == 51
+    assert p.table["mi_bits"].abs().max() < 0.05  # independent draws
+
+
+def test_single_document_uses_token_blocks() -> None:
+    """One long document of a two-state chain: block jackknife, and the exact MI recovered."""
+    P = np.array([[0.9, 0.1], [0.2, 0.8]])
+    chain = MarkovChain(P=P, pi=stationary(P))
+    stream = chain.sample(1, 200_000, seed=3)
+    table, skipped = mi_profile(stream, [1, 3, 10, 1000])
+    assert not skipped
+    truth = chain.exact_mi([1, 3, 10, 1000])
+    np.testing.assert_allclose(table["mi_bits"].to_numpy(), truth, atol=0.005)
+    assert (table["ci_low"] <= truth + 0.002).all() and (table["ci_high"] >= truth - 0.002).all()
+
+
+def test_one_symbol_has_zero_information() -> None:
+    table, _ = mi_profile(TokenStream("flat", np.zeros(2000, int), [1000, 1000], 1), [1, 10])
+    assert table["mi_bits"].to_list() == [0.0, 0.0]
+
+
+def test_offsets_longer_than_every_document_are_skipped_and_reported() -> None:
+    stream = TokenStream("s", np.arange(3000) % 5, [100] * 30, 5)
+    table, skipped = mi_profile(stream, [1, 50, 99, 100, 500])
+    assert table["offset"].to_list() == [1, 50]
+    assert skipped == [99, 100, 500]  # 99 leaves 30 pairs, under the minimum of 64
+
+
+def test_top_id_of_the_vocabulary_is_counted() -> None:
+    stream = TokenStream("top", np.tile([0, 999], 500), [1000], 1000)
+    table, _ = mi_profile(stream, [1, 2], estimator="plugin")
+    assert table["mi_bits"].to_list() == pytest.approx([1.0, 1.0], abs=0.01)
+
+
+def test_cli_table_and_json(small_corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    rc = main(["profile", str(small_corpus), "-g", "bytes", "--max-offset", "64", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "I(r) in bits" in out and "bytes" in out
+    assert pl.read_parquet(tmp_path / "profile.parquet").height > 5
+    rc = main(["profile", str(small_corpus), "-g", "bytes", "--max-offset", "8", "--format", "json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert rc == 0 and summary["granularities"]["bytes"]["vocab_size"] == 256
+
+
+BAD_INPUTS = {
+    "missing file": (lambda d: d / "nope.jsonl", "nope.jsonl"),
+    "malformed json": (lambda d: _write(d / "bad.jsonl", '{"text": "ok"}\n{"text": oops}\n'), "bad.jsonl:2:"),
+    "missing field": (lambda d: _write(d / "f.jsonl", '{"body": "hello there"}\n'), "f.jsonl:1:"),
+    "non-utf8": (lambda d: _write_bytes(d / "u.jsonl", b'{"text": "ok"}\n{"text": "\xff\xfe"}\n'), "u.jsonl:2:"),
+    "empty corpus": (lambda d: _write(d / "e.jsonl", '{"text": ""}\n'), "no non-empty documents"),
+    "too short": (lambda d: _write(d / "s.jsonl", '{"text": "ab"}\n'), "shorter than every offset"),
+}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _write_bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_gives_one_line_error(case: str, tmp_path: Path) -> None:
+    make, expected = BAD_INPUTS[case]
+    path = make(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "depstat.cli", "profile", str(path), "-g", "bytes", "--max-offset", "64"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    assert err.startswith("depstat: error:") and expected in err, err
+
+
+def test_out_of_vocabulary_ids_name_the_record(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    _write(tmp_path / "ids.jsonl", '{"input_ids": [1, 2, 3]}\n{"input_ids": [4, 70000]}\n')
+    rc = main(["profile", str(tmp_path / "ids.jsonl"), "--vocab-size", "50000", "--max-offset", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "ids.jsonl:2:" in err and "70000" in err
+
+
+def test_skip_bad_counts_what_it_skipped(tmp_path: Path) -> None:
+    good = '{"text": "' + "abcdefgh " * 40 + '"}\n'
+    path = _write(tmp_path / "m.jsonl", good * 20 + "{broken\n" + good * 20)
+    p = depstat.profile(str(path), granularities=["bytes"], max_offset=32, skip_bad=True)
+    assert p.corpus["skipped_bad_records"] == 1 and p.granularities["bytes"]["n_docs"] == 40
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"granularities": ["bpe-huge"]}, "unknown granularity"),
+        ({"estimator": "magic"}, "unknown estimator"),
+        ({"max_offset": 0}, "--max-offset"),
+        ({"n_blocks": 1}, "at least 2 blocks"),
+    ],
+)
+def test_bad_parameters_are_rejected_at_the_edge(small_corpus: Path, kwargs: dict, message: str) -> None:
+    with pytest.raises(depstat.DepstatError, match=message):
+        depstat.profile(str(small_corpus), **kwargs)
