@@ -1,6 +1,11 @@
 """depstat: how far dependencies reach in a corpus, measured as MI profiles over token offsets."""
 
+import os
 from importlib.metadata import PackageNotFoundError, version
+
+# Idle OpenMP threads sleep instead of spinning: on a shared machine, spinning threads
+# slowed the parallel kernels down by 10-60x (measured; see docs/estimators.md).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 try:
     __version__ = version("depstat")
