@@ -36,10 +36,11 @@ def cpu_model() -> str:
 
 
 def machine_line() -> str:
-    """One line naming the CPU count and model, Python, NumPy and Numba (with its thread count)."""
+    """CPU count and model, Python, NumPy and Numba versions, Numba threads, OMP_WAIT_POLICY."""
     return (
         f"machine: nproc={os.cpu_count()}, CPU {cpu_model()!r}; Python {platform.python_version()}, "
-        f"NumPy {np.__version__}, Numba {numba.__version__} ({numba.get_num_threads()} threads)"
+        f"NumPy {np.__version__}, Numba {numba.__version__} ({numba.get_num_threads()} threads, "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'unset')})"
     )
 
 

@@ -67,6 +67,7 @@ class Profile:
     estimator: str
     confidence: float
     skipped_offsets: dict[str, list[int]] = field(default_factory=dict)
+    analysis: dict | None = None  # W, self-similarity, recommendation (depstat.analysis)
 
     def to_polars(self) -> pl.DataFrame:
         """The profile table (granularity, offset, mi_bits, ci_low, ci_high, ...)."""
@@ -97,6 +98,7 @@ class Profile:
                 "noise_floor": "half-width of the interval: MI below it is indistinguishable from zero",
             },
             "granularities": grans,
+            **(self.analysis or {}),
         }
 
     def save(self, out_dir: str | Path) -> Path:
@@ -128,9 +130,11 @@ class Profile:
             estimator=summary["estimator"],
             confidence=summary["interval"]["confidence"],
             skipped_offsets={k: g.get("skipped_offsets", []) for k, g in summary["granularities"].items()},
+            analysis={k: summary[k] for k in _ANALYSIS_KEYS if k in summary} or None,
         )
 
 
+_ANALYSIS_KEYS = ("settings", "W", "granularity_analysis", "self_similarity", "recommendation")
 _DERIVED = {
     "offsets", "mi_at_1_bits", "first_offset_indistinguishable_from_zero",
     "offsets_indistinguishable_from_zero", "skipped_offsets",

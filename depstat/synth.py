@@ -5,15 +5,29 @@ each step stays in the current topic with probability 1 - switch (moving by a pe
 within-topic transition) and otherwise jumps to a random token. It is sticky and slowly
 mixing, like text, and its MI at offset d is exact:
 I(d) = sum_ij pi_i (P^d)_ij log2((P^d)_ij / pi_j).
+
+The other generators give corpora whose dependency scale is known by construction:
+
+- ``block_sequences``: latent blocks of length B plus a copy at offset B (paper A's
+  retrieval data); its MI profile is a function of r / B only, so any kernel width
+  measured from it must scale in proportion to B. ``block_exact_mi`` gives it exactly.
+- ``arithmetic_problems``: iGSM-style modular arithmetic in plain text, exact local
+  dependencies whose scale is fixed in characters (not self-similar).
+- ``markov_text``: text from a character-level Markov chain, whose MI decays
+  exponentially; at byte granularity its profile is the chain's ``exact_mi``.
 """
 
 from __future__ import annotations
 
+import json
+import string
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba as nb
 import numpy as np
 
+from depstat.errors import DepstatError
 from depstat.stream import TokenStream
 
 
@@ -97,3 +111,222 @@ def reference_chain() -> MarkovChain:
     from 1 to 2048 crosses the strong, the intermediate and the null regime.
     """
     return topic_chain(vocab=512, topics=16, switch=0.03, concentration=0.3, seed=6)
+
+
+# Latent blocks with a copy at offset B (paper A's retrieval data).
+
+
+def block_sequences(
+    n_docs: int, doc_len: int, block: int, vocab: int = 256, seed: int = 0,
+    states: int = 16, noise: float = 0.1, copy: float = 0.5,
+) -> TokenStream:
+    """Token documents whose dependencies reach exactly as far as twice the block length B.
+
+    Definition. A document is a run of latent blocks of length B = ``block``, grouped in
+    periods of two: a *key* block then a *query* block. Every block draws its own state s
+    uniformly from ``states`` states, independently of all other blocks. A fresh token in
+    state s is, with probability 1 - ``noise``, uniform on the state's own slice
+    [s*m, (s+1)*m) of m = vocab // states tokens and otherwise uniform on the whole
+    vocabulary. Key blocks hold fresh tokens. In a query block each position t
+    independently holds, with probability ``copy``, a copy of x[t - B] (the key token at
+    the same place B earlier), and otherwise a fresh token of the query block's state.
+    Each document starts at a uniform random phase of the 2B period, so the process is
+    stationary and ``block_exact_mi`` gives its MI exactly.
+
+    Resulting profile: I(r) falls linearly over 0 < r < B (pairs sharing a block state),
+    spikes at r = B (the copies), falls linearly again over B < r < 2B (copies of
+    key tokens sharing the key state), and is exactly 0 for r >= 2B. It depends on r / B
+    only, so the true dependency scale is B (support 2B) and any width W read from it is
+    proportional to B. ``info`` records ``true_scale`` = B.
+    """
+    _check_block_params(block, vocab, states, noise, copy)
+    if n_docs < 1 or doc_len < 1:
+        raise DepstatError(f"need n_docs >= 1 and doc_len >= 1, got {n_docs} and {doc_len}")
+    rng = np.random.default_rng(seed)
+    docs = [_block_document(rng, doc_len, block, vocab, states, noise, copy) for _ in range(n_docs)]
+    return TokenStream(
+        name=f"blocks-B{block}", tokens=np.concatenate(docs), doc_lengths=np.full(n_docs, doc_len),
+        vocab_size=vocab,
+        info={"generator": "block_sequences", "true_scale": block, "states": states,
+              "noise": noise, "copy": copy},
+    )
+
+
+def block_exact_mi(
+    block: int, offsets: np.ndarray, vocab: int = 256, states: int = 16, noise: float = 0.1,
+    copy: float = 0.5,
+) -> np.ndarray:
+    """Exact MI in bits between x_t and x_{t+r} of ``block_sequences``, the reference for its estimates.
+
+    The pair at offset r is a mixture of three joints with the same marginal p: independent
+    (p p^T), same block state (E^T E / states) and identical token (diag p); the weights
+    follow from where t and t + r fall in the key/query period (see ``_block_weights``).
+    """
+    _check_block_params(block, vocab, states, noise, copy)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    if offsets.size and offsets.min() < 1:
+        raise DepstatError(f"offsets must be positive integers, got {offsets.min()}")
+    E = _block_emissions(vocab, states, noise)
+    p = E.mean(axis=0)
+    indep, same, ident = np.outer(p, p), E.T @ E / states, np.diag(p)
+    out = np.empty(len(offsets))
+    for k, r in enumerate(offsets):
+        w_same, w_ident = _block_weights(int(r), block, copy)
+        joint = (1 - w_same - w_ident) * indep + w_same * same + w_ident * ident
+        out[k] = _mi_bits(joint, indep)
+    return out
+
+
+def _check_block_params(block: int, vocab: int, states: int, noise: float, copy: float) -> None:
+    """Reject parameters for which the block source is undefined."""
+    if block < 1:
+        raise DepstatError(f"block must be at least 1, got {block}")
+    if not 1 <= states <= vocab:
+        raise DepstatError(f"need 1 <= states <= vocab, got states={states}, vocab={vocab}")
+    if not (0 <= noise <= 1 and 0 <= copy <= 1):
+        raise DepstatError(f"noise and copy are probabilities, got noise={noise}, copy={copy}")
+
+
+def _block_document(
+    rng: np.random.Generator, doc_len: int, block: int, vocab: int, states: int, noise: float,
+    copy: float,
+) -> np.ndarray:
+    """One document of ``block_sequences``: whole key/query periods cut at a random phase."""
+    period = 2 * block
+    n_periods = -(-(doc_len + period) // period)
+    shape = (n_periods, 2, block)
+    m = vocab // states
+    state = rng.integers(states, size=(n_periods, 2, 1), dtype=np.int32)
+    own = state * m + rng.integers(m, size=shape, dtype=np.int32)
+    tokens = np.where(rng.random(shape) < noise, rng.integers(vocab, size=shape, dtype=np.int32), own)
+    copied = rng.random((n_periods, block)) < copy
+    tokens[:, 1] = np.where(copied, tokens[:, 0], tokens[:, 1])
+    start = int(rng.integers(period))
+    return tokens.reshape(-1)[start:start + doc_len]
+
+
+def _block_emissions(vocab: int, states: int, noise: float) -> np.ndarray:
+    """E[s, v]: probability that a fresh token of state s is v (own slice plus uniform noise)."""
+    m = vocab // states
+    E = np.full((states, vocab), noise / vocab)
+    for s in range(states):
+        E[s, s * m:(s + 1) * m] += (1 - noise) / m
+    return E
+
+
+def _block_weights(r: int, block: int, copy: float) -> tuple[float, float]:
+    """(same-state, identical-token) weights of the pair at offset r, over a uniform phase."""
+    if r < block:
+        inside = (block - r) / block  # share of pairs whose two ends lie in one block
+        both = copy**2 + (1 - copy) ** 2  # query pair: both copies or both fresh
+        return 0.5 * inside * (1 + both) + 0.5 * (1 - inside) * copy, 0.0
+    if r == block:
+        return 0.0, 0.5 * copy
+    if r < 2 * block:
+        return 0.5 * (2 * block - r) / block * copy, 0.0
+    return 0.0, 0.0
+
+
+def _mi_bits(joint: np.ndarray, indep: np.ndarray) -> float:
+    """Mutual information in bits of a joint table whose product of marginals is ``indep``."""
+    nz = joint > 0
+    return float(np.sum(joint[nz] * np.log2(joint[nz] / indep[nz])))
+
+
+# iGSM-style arithmetic: exact dependencies at a fixed scale in characters.
+
+MODULUS = 23
+_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+
+
+def arithmetic_problems(
+    n_docs: int, seed: int = 0, n_ops: tuple[int, int] = (2, 6), doc_chars: int = 4096,
+) -> list[str]:
+    """ASCII documents of modular arithmetic problems, the not-self-similar reference data.
+
+    Definition. A problem is one line: "Let a = 7." (a constant in 0..22), then k
+    operations, k uniform in ``n_ops`` (inclusive), each "Let X = Y op Z." where Y is the
+    variable defined just before, Z is an earlier variable or a constant 0..22 (even
+    odds) and op is +, - or *; then "What is X? Answer: N." for the last variable, N its
+    exact value mod 23. Variable names are distinct random lowercase letters within a
+    problem. Problems are appended, one per line, until a document has at least
+    ``doc_chars`` characters.
+    """
+    lo, hi = n_ops
+    if not 1 <= lo <= hi <= len(string.ascii_lowercase) - 1:
+        raise DepstatError(f"n_ops must satisfy 1 <= low <= high <= 25, got {n_ops}")
+    rng = np.random.default_rng(seed)
+    return [_arithmetic_document(rng, lo, hi, doc_chars) for _ in range(n_docs)]
+
+
+def arithmetic_jsonl(
+    path: str | Path, n_docs: int, seed: int = 0, n_ops: tuple[int, int] = (2, 6),
+    doc_chars: int = 4096,
+) -> Path:
+    """Write ``arithmetic_problems`` as JSON Lines with field "text", ready for ``depstat profile``."""
+    return write_jsonl(path, arithmetic_problems(n_docs, seed, n_ops, doc_chars))
+
+
+def _arithmetic_document(rng: np.random.Generator, lo: int, hi: int, doc_chars: int) -> str:
+    """Problems joined by newlines until the document reaches ``doc_chars`` characters."""
+    lines: list[str] = []
+    size = 0
+    while size < doc_chars:
+        line = _arithmetic_problem(rng, int(rng.integers(lo, hi + 1)))
+        size += len(line) + bool(lines)  # a newline before every line but the first
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _arithmetic_problem(rng: np.random.Generator, k: int) -> str:
+    """One problem with k operations, its answer computed exactly mod 23."""
+    names = [string.ascii_lowercase[i] for i in rng.permutation(len(string.ascii_lowercase))[:k + 1]]
+    value = {names[0]: int(rng.integers(MODULUS))}
+    parts = [f"Let {names[0]} = {value[names[0]]}."]
+    for i in range(1, k + 1):
+        op = "+-*"[int(rng.integers(3))]
+        if rng.random() < 0.5:
+            right = names[int(rng.integers(i))]
+            operand = value[right]
+        else:
+            operand = int(rng.integers(MODULUS))
+            right = str(operand)
+        value[names[i]] = _OPS[op](value[names[i - 1]], operand) % MODULUS
+        parts.append(f"Let {names[i]} = {names[i - 1]} {op} {right}.")
+    parts.append(f"What is {names[k]}? Answer: {value[names[k]]}.")
+    return " ".join(parts)
+
+
+# Character-level Markov text: exponential MI decay in text mode.
+
+TEXT_ALPHABET = string.ascii_lowercase + string.ascii_uppercase + string.digits + " ."
+
+
+def text_chain(seed: int = 0) -> MarkovChain:
+    """The default chain behind ``markov_text``: 64 symbols in 4 sticky topics."""
+    return topic_chain(vocab=len(TEXT_ALPHABET), topics=4, switch=0.05, concentration=0.3, seed=seed)
+
+
+def markov_text(
+    n_docs: int, doc_len: int, seed: int = 0, chain: MarkovChain | None = None,
+) -> list[str]:
+    """Documents of ``doc_len`` ASCII characters from a Markov chain (default ``text_chain()``).
+
+    Symbol i of the chain is ``TEXT_ALPHABET[i]``, one byte each, so the byte-level MI
+    profile of these texts is exactly ``chain.exact_mi``: it decays exponentially.
+    """
+    chain = chain if chain is not None else text_chain()
+    if len(chain.pi) > len(TEXT_ALPHABET):
+        raise DepstatError(f"the chain has {len(chain.pi)} symbols; the alphabet has {len(TEXT_ALPHABET)}")
+    stream = chain.sample(n_docs, doc_len, seed)
+    chars = np.array(list(TEXT_ALPHABET))[stream.tokens].reshape(n_docs, doc_len)
+    return ["".join(row) for row in chars]
+
+
+def write_jsonl(path: str | Path, texts: list[str]) -> Path:
+    """Write one {"text": ...} record per line (UTF-8), the corpus format depstat reads."""
+    path = Path(path)
+    with path.open("w", encoding="utf-8") as f:
+        for text in texts:
+            f.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+    return path

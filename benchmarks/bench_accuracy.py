@@ -1,0 +1,246 @@
+"""Accuracy of every depstat MI estimator against the exact MI of synthetic Markov chains.
+
+Chains: ``reference_chain()`` (V = 512, the chain behind the accuracy bar) at several
+corpus sizes, and the slower-mixing ``topic_chain(512, 16, switch=0.01,
+concentration=0.05, seed=1)`` at the largest size. Documents are 4096 tokens long and
+pairs never cross them. For each estimator in ``depstat.estimators.ESTIMATORS`` and each
+offset r (log-spaced from 1 to 2048) the error is estimate - exact MI, in bits.
+
+Accuracy bar: |error| / max(0.005, 0.02 * exact) <= 1 at every offset (the "bar ratio").
+Errors are marked as within sampling noise when |error| <= 2 jackknife standard errors.
+
+Every estimator is computed from one set of kernel sums per offset (real, rotation and
+i.i.d. partners, with jackknife deltas); a cross-check asserts that this gives the same
+numbers as ``depstat.profile.mi_profile`` for every estimator.
+
+Run: ``python benchmarks/bench_accuracy.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchlib import format_table, machine_line, signed
+from depstat import estimators as est
+from depstat.counting import PairCounter
+from depstat.profile import log_offsets, mi_profile
+from depstat.stream import TokenStream
+from depstat.synth import MarkovChain, reference_chain, topic_chain
+
+SIZES = (250_000, 500_000, 1_000_000, 2_000_000)
+QUICK_SIZES = (500_000, 2_000_000)
+SEEDS = 3
+QUICK_SEEDS = 1
+DOC_LEN = 4096
+MAX_OFFSET = 2048
+N_OFFSETS = 22  # log_offsets merges duplicates: 21 distinct offsets
+BAR_FLOOR = 0.005  # bits
+BAR_REL = 0.02
+NOISE_SE = 2.0  # |error| <= NOISE_SE * SE counts as within sampling noise
+CONFIDENCE = 0.95
+PARTNERS = ("real", "rotate", "iid")
+CROSS_CHECK_TOL = 1e-12
+SLOW_CHAIN = "topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)"
+
+
+@dataclass
+class Sample:
+    """Estimates and jackknife standard errors (bits) per estimator, one value per offset."""
+
+    n_tokens: int
+    seed: int
+    mi: dict[str, np.ndarray]
+    se: dict[str, np.ndarray]
+
+
+def estimate_all(stream: TokenStream, offsets: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every estimator's point estimate and jackknife SE at each offset, from shared sums."""
+    counter = PairCounter(stream)
+    mi = {name: np.empty(len(offsets)) for name in est.ESTIMATORS}
+    se = {name: np.empty(len(offsets)) for name in est.ESTIMATORS}
+    for i, r in enumerate(offsets):
+        sums = {p: counter.sums(int(r), p, jackknife=True) for p in PARTNERS}
+        for name in est.ESTIMATORS:
+            nulls = {p: sums[p] for p in est.nulls_needed(name)}
+            point = est.estimate(name, sums["real"], nulls)
+            reps = est.replicates(name, sums["real"], nulls)
+            mi[name][i] = point
+            se[name][i] = est.jackknife_interval(point, reps, CONFIDENCE)[0]
+    return mi, se
+
+
+def draw(chain: MarkovChain, n_tokens: int, seed: int, offsets: np.ndarray) -> Sample:
+    """Sample about ``n_tokens`` tokens in whole documents and estimate at every offset."""
+    stream = chain.sample(max(1, round(n_tokens / DOC_LEN)), DOC_LEN, seed=seed)
+    mi, se = estimate_all(stream, offsets)
+    return Sample(stream.n_tokens, seed, mi, se)
+
+
+def cross_check(chain: MarkovChain, offsets: np.ndarray, sample: Sample) -> float:
+    """Largest difference between ``sample`` and mi_profile(interval=True) over all estimators."""
+    stream = chain.sample(round(sample.n_tokens / DOC_LEN), DOC_LEN, seed=sample.seed)
+    worst = 0.0
+    for name in est.ESTIMATORS:
+        table, skipped = mi_profile(stream, offsets, estimator=name, interval=True)
+        if skipped or table.height != len(offsets):
+            raise AssertionError(f"mi_profile skipped offsets {skipped} for {name}")
+        worst = max(worst, float(np.max(np.abs(table["mi_bits"].to_numpy() - sample.mi[name]))))
+    if worst > CROSS_CHECK_TOL:
+        raise AssertionError(f"benchmark estimates differ from mi_profile by {worst:.3g} bits")
+    return worst
+
+
+def bar_ratio(error: np.ndarray | float, true: np.ndarray | float) -> np.ndarray | float:
+    """|error| / max(BAR_FLOOR, BAR_REL * true): the accuracy bar holds where this is <= 1."""
+    return np.abs(error) / np.maximum(BAR_FLOOR, BAR_REL * true)
+
+
+def worst_error(samples: list[Sample], name: str, true: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per offset, the signed error of largest magnitude over the samples, and that sample's SE."""
+    errors = np.array([s.mi[name] - true for s in samples])
+    ses = np.array([s.se[name] for s in samples])
+    pick = np.argmax(np.abs(errors), axis=0)
+    cols = np.arange(errors.shape[1])
+    return errors[pick, cols], ses[pick, cols]
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def size_label(n_tokens: int) -> str:
+    """2,000,000 -> '2M', 250,000 -> '250k'."""
+    return f"{n_tokens / 1e6:g}M" if n_tokens >= 1_000_000 else f"{n_tokens / 1e3:g}k"
+
+
+def summary_tables(by_size: dict[int, list[Sample]], true: np.ndarray) -> list[str]:
+    """Max |error| and worst bar ratio per estimator (rows) and corpus size (columns)."""
+    sizes = sorted(by_size)
+    err_rows, bar_rows = [], []
+    for name in est.ESTIMATORS:
+        errors = [worst_error(by_size[n], name, true)[0] for n in sizes]
+        bars = [bar_ratio(err, true) for err in errors]
+        n_over = int(np.sum(bars[-1] > 1))
+        verdict = "yes" if n_over == 0 else f"no ({n_over} offsets)"
+        err_rows.append([name] + [f"{np.max(np.abs(err)):.4f}" for err in errors])
+        bar_rows.append([name] + [f"{np.max(b):.2f}" for b in bars] + [verdict])
+    heads = [f"N={size_label(n)}" for n in sizes]
+    return [
+        "max |error| (bits) over the offsets, worst seed:",
+        format_table(["estimator"] + heads, err_rows),
+        "",
+        "worst bar ratio |error| / max(0.005, 0.02 * exact) over the offsets and seeds (<= 1 passes):",
+        format_table(["estimator"] + heads + [f"passes at {size_label(sizes[-1])}"], bar_rows),
+    ]
+
+
+def offset_table(offsets: np.ndarray, true: np.ndarray, samples: list[Sample], mark_noise: bool) -> str:
+    """Exact MI and each estimator's worst-seed signed error per offset.
+
+    '!' flags an error that breaks the accuracy bar; with ``mark_noise``, '~' flags an
+    error within NOISE_SE jackknife SEs of the same seed.
+    """
+    rows = []
+    columns = {name: worst_error(samples, name, true) for name in est.ESTIMATORS}
+    for i, r in enumerate(offsets):
+        row = [str(int(r)), f"{true[i]:.4f}"]
+        for name in est.ESTIMATORS:
+            err, se = columns[name][0][i], columns[name][1][i]
+            flag = "!" if bar_ratio(err, true[i]) > 1 else " "
+            if mark_noise:
+                flag += "~" if abs(err) <= NOISE_SE * se else " "
+            row.append(signed(err) + flag)
+        rows.append(row)
+    return format_table(["offset", "exact"] + list(est.ESTIMATORS), rows)
+
+
+def se_table(offsets: np.ndarray, true: np.ndarray, samples: list[Sample]) -> str:
+    """The jackknife SE (bits) behind each worst-seed error of offset_table."""
+    rows = []
+    columns = {name: worst_error(samples, name, true)[1] for name in est.ESTIMATORS}
+    for i, r in enumerate(offsets):
+        rows.append([str(int(r))] + [f"{columns[name][i]:.4f}" for name in est.ESTIMATORS])
+    return format_table(["offset"] + list(est.ESTIMATORS), rows)
+
+
+def noise_summary(samples: list[Sample], true: np.ndarray) -> str:
+    """Per estimator: offsets that break the bar, and how many of those are within 2 SE."""
+    rows = []
+    for name in est.ESTIMATORS:
+        err, se = worst_error(samples, name, true)
+        broken = bar_ratio(err, true) > 1
+        noisy = broken & (np.abs(err) <= NOISE_SE * se)
+        rows.append([
+            name, f"{np.max(np.abs(err)):.4f}", f"{np.max(bar_ratio(err, true)):.2f}",
+            int(broken.sum()), int(noisy.sum()),
+            f"{np.median(np.abs(err) / se):.2f}",
+        ])
+    return format_table(
+        ["estimator", "max |error|", "worst bar ratio", "offsets over bar", "of which <= 2 SE",
+         "median |error|/SE"],
+        rows,
+    )
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="sizes 500k and 2M, one seed")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    sizes = QUICK_SIZES if args.quick else SIZES
+    seeds = list(range(QUICK_SEEDS if args.quick else SEEDS))
+    offsets = log_offsets(MAX_OFFSET, n=N_OFFSETS)
+    start = time.perf_counter()
+
+    chain = reference_chain()
+    true = chain.exact_mi(offsets)
+    by_size = {n: [draw(chain, n, seed, offsets) for seed in seeds] for n in sizes}
+    largest = max(sizes)
+    smallest = by_size[min(sizes)][0]
+    agreement = cross_check(chain, offsets, smallest)
+
+    slow = topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)
+    slow_true = slow.exact_mi(offsets)
+    slow_samples = [draw(slow, largest, seed, offsets) for seed in seeds]
+
+    print(machine_line())
+    print(f"offsets ({len(offsets)}): {offsets.tolist()}")
+    print(
+        f"documents of {DOC_LEN} tokens; sample seeds {seeds}; tokens per size: "
+        + ", ".join(f"{size_label(n)} = {by_size[n][0].n_tokens:,}" for n in sizes)
+    )
+    print(f"estimators: {', '.join(est.ESTIMATORS)} (default {est.DEFAULT_ESTIMATOR}); MI in bits")
+    print(
+        f"cross-check: all estimators equal mi_profile(interval=True) at N={size_label(min(sizes))}, "
+        f"seed {smallest.seed} (max |difference| {agreement:.1e} bits)"
+    )
+    print()
+    print(f"== reference_chain() (V=512): exact I(1) = {true[0]:.4f} bits")
+    print("\n".join(summary_tables(by_size, true)))
+    print()
+    print(f"per offset at N={size_label(largest)}: signed error of the worst seed ('!' breaks the bar)")
+    print(offset_table(offsets, true, by_size[largest], mark_noise=False))
+    print()
+    print(f"== {SLOW_CHAIN} at N={size_label(largest)}: exact I(1) = {slow_true[0]:.4f} bits")
+    print(noise_summary(slow_samples, slow_true))
+    print()
+    print(
+        "per offset: signed error of the worst seed ('!' breaks the bar; '~' within 2 jackknife "
+        "SE of that seed)"
+    )
+    print(offset_table(offsets, slow_true, slow_samples, mark_noise=True))
+    print()
+    print("jackknife SE (bits) of the same seed")
+    print(se_table(offsets, slow_true, slow_samples))
+    print()
+    print(f"total time {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
