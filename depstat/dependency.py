@@ -156,6 +156,23 @@ def fit_decay(offsets: np.ndarray, mi: np.ndarray, se: np.ndarray, confidence: f
     return out
 
 
+def curvature(offsets: np.ndarray, log_mi: np.ndarray, se_log: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
+    """Curvature c of log I = a + b log r + c (log r)^2 (weighted), with its interval.
+
+    c < 0 means the local slope steepens: a characteristic length (cutoff).
+    """
+    x = np.log(np.asarray(offsets, float))
+    X = np.column_stack([x**2, x, np.ones_like(x)])
+    w = 1.0 / np.maximum(se_log, 0.02) ** 2
+    sw = np.sqrt(w)
+    coef, *_ = np.linalg.lstsq(X * sw[:, None], log_mi * sw, rcond=None)
+    resid = (log_mi - X @ coef) * sw
+    dof = max(len(x) - 3, 1)
+    cov = np.linalg.inv((X * w[:, None]).T @ X) * float(resid @ resid) / dof
+    half = stats.t.ppf(0.5 + confidence / 2, dof) * np.sqrt(cov[0, 0])
+    return float(coef[0]), float(coef[0] - half), float(coef[0] + half)
+
+
 def preferred_model(fits: dict[str, DecayFit]) -> str | None:
     """The decay model with the lower AIC, or None without fits."""
     return min(fits.values(), key=lambda f: f.aic).model if fits else None

@@ -14,11 +14,15 @@ log10(misfit_token / misfit_byte): about 0 or below when token units fit as well
 units, positive when only byte units fit. Intervals come from redrawing each profile
 point from Normal(mi, se).
 
-Verdict (thresholds in ``THRESHOLDS``, measured in docs/selfsim.md):
-``self-similar`` when the power law beats the exponential for most granularities and the
-collapse score's upper bound is below ``score_max``; ``not self-similar`` when the
-exponential wins for most granularities or the score's lower bound is above
-``score_max``; otherwise ``inconclusive`` with the reason.
+Verdict. A scale-free (power-law) profile is straight on log-log axes; a process with a
+characteristic length bends down (its local slope steepens) once offsets pass that
+length. For each granularity with at least ``min_points`` significant offsets, log I is
+fitted by weighted least squares as a quadratic in log r; a curvature whose 95 % interval
+lies below zero is a *cutoff*. ``not self-similar`` when at least half of the granularities
+show a cutoff; ``self-similar`` when at most ``max_cutoff_share`` of them do (and at least
+two were tested); otherwise, or with fewer than two testable granularities,
+``inconclusive`` with the reason. The collapse scores and dilation factors are reported
+beside the verdict as diagnostics. Measurements behind the rule: docs/selfsim.md.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import polars as pl
 
-from depstat.dependency import fit_decay, preferred_model
+from depstat.dependency import curvature, fit_decay, preferred_model
 
 THRESHOLDS = {
-    "score_max": 0.5,  # log10 misfit ratio: token units may fit at most ~3x worse than bytes
-    "min_points": 4,  # overlapping significant offsets needed to compare two profiles
+    "min_points": 5,  # significant offsets needed to test a profile or compare two
+    "min_docs": 20,  # documents that must contribute to an offset for it to be used
+    "max_cutoff_share": 1 / 3,  # self-similar only if at most this share of granularities bends down
 }
 N_DRAWS = 200
 DILATIONS = np.exp(np.linspace(np.log(1 / 4), np.log(64), 121))
@@ -61,6 +66,7 @@ class SelfSimilarity:
     reasons: list[str]
     exponents: dict[str, dict]
     preferred: dict[str, str | None]
+    curvatures: dict[str, dict] = field(default_factory=dict)
     pairs: list[PairCollapse] = field(default_factory=list)
     thresholds: dict = field(default_factory=lambda: dict(THRESHOLDS))
 
@@ -70,14 +76,21 @@ class SelfSimilarity:
             "reasons": self.reasons,
             "decay_model_preferred": self.preferred,
             "power_law_exponents": self.exponents,
+            "curvature": self.curvatures,
             "pairs": [asdict(p) for p in self.pairs],
             "thresholds": self.thresholds,
         }
 
 
 def _curve(rows: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(offsets, log I, standard error of log I) over the significant offsets of one profile."""
-    rows = rows.sort("offset").filter(pl.col("significant") & (pl.col("mi_bits") > 0))
+    """(offsets, log I, standard error of log I) over the significant, well-populated offsets.
+
+    Offsets where fewer than ``min_docs`` documents (or half of them, for small corpora)
+    contribute are left out: there the few longest documents decide the value.
+    """
+    rows = rows.sort("offset")
+    enough = min(THRESHOLDS["min_docs"], rows["n_docs"].max() / 2)
+    rows = rows.filter(pl.col("significant") & (pl.col("mi_bits") > 0) & (pl.col("n_docs") >= enough))
     mi = rows["mi_bits"].to_numpy()
     return rows["offset"].to_numpy().astype(float), np.log(mi), np.nan_to_num(rows["se"].to_numpy()) / mi
 
@@ -123,9 +136,9 @@ def pair_collapse(name_g: str, g: tuple, name_h: str, h: tuple, rho: float, seed
 
 def self_similarity(table: pl.DataFrame, bytes_per_token: dict[str, float | None], seed: int = 0) -> SelfSimilarity:
     """Verdict on a profile table with several granularities and their bytes per token."""
-    names = [n for n in table["granularity"].unique(maintain_order=True) if bytes_per_token.get(n)]
+    names = list(table["granularity"].unique(maintain_order=True))
     curves = {n: _curve(table.filter(pl.col("granularity") == n)) for n in names}
-    exponents, preferred = {}, {}
+    exponents, preferred, curvatures = {}, {}, {}
     for n, (o, y, s) in curves.items():
         fits = fit_decay(o, np.exp(y), s * np.exp(y))
         preferred[n] = preferred_model(fits)
@@ -133,41 +146,38 @@ def self_similarity(table: pl.DataFrame, bytes_per_token: dict[str, float | None
             f = fits["power"]
             exponents[n] = {"alpha": f.parameter, "ci": [f.ci_low, f.ci_high], "aic_power": f.aic,
                             "aic_exponential": fits["exponential"].aic}
-    if len(names) < 2:
-        return SelfSimilarity(
-            "inconclusive", ["needs at least two text granularities with a known bytes-per-token ratio"],
-            exponents, preferred,
-        )
-    order = sorted(names, key=lambda n: bytes_per_token[n])
+        if o.size >= THRESHOLDS["min_points"]:
+            c, lo, hi = curvature(o, y, s)
+            curvatures[n] = {"curvature": c, "ci": [lo, hi], "cutoff": bool(hi < 0), "n_points": int(o.size)}
+    text = [n for n in names if bytes_per_token.get(n)]
+    order = sorted(text, key=lambda n: bytes_per_token[n])
     pairs = []
     for i, g in enumerate(order):
         for h in order[i + 1:]:
             rho = bytes_per_token[h] / bytes_per_token[g]
-            if rho < 1.2:
-                continue  # too close in scale for the test to tell the units apart
-            pairs.append(pair_collapse(g, curves[g], h, curves[h], rho, seed))
+            if rho >= 1.2:  # closer scales cannot tell token from byte units apart
+                pairs.append(pair_collapse(g, curves[g], h, curves[h], rho, seed))
     pairs = [p for p in pairs if np.isfinite(p.score)]
-    return _verdict(exponents, preferred, pairs)
+    verdict, reasons = _verdict(curvatures)
+    return SelfSimilarity(verdict, reasons, exponents, preferred, curvatures, pairs)
 
 
-def _verdict(exponents: dict, preferred: dict, pairs: list[PairCollapse]) -> SelfSimilarity:
-    models = [m for m in preferred.values() if m]
-    n_power = sum(m == "power" for m in models)
-    reasons = [f"power law preferred for {n_power} of {len(models)} granularities (AIC)"]
-    if not pairs:
-        reasons.append("no pair of granularities overlaps on enough significant offsets (too few tokens?)")
-        return SelfSimilarity("inconclusive", reasons, exponents, preferred, pairs)
-    lo = float(np.median([p.score_ci[0] for p in pairs]))
-    hi = float(np.median([p.score_ci[1] for p in pairs]))
-    mid = float(np.median([p.score for p in pairs]))
-    limit = THRESHOLDS["score_max"]
-    reasons.append(f"collapse score (log10 token/byte misfit) median {mid:.2f} [{lo:.2f}, {hi:.2f}], limit {limit}")
-    power_wins = n_power > len(models) / 2
-    if power_wins and hi <= limit:
-        verdict = "self-similar"
-    elif (models and not power_wins) or lo > limit:
-        verdict = "not self-similar"
-    else:
-        verdict = "inconclusive"
-        reasons.append("the collapse score's interval straddles the limit: profile more tokens")
-    return SelfSimilarity(verdict, reasons, exponents, preferred, pairs)
+def _verdict(curvatures: dict[str, dict]) -> tuple[str, list[str]]:
+    tested = len(curvatures)
+    cut = [n for n, c in curvatures.items() if c["cutoff"]]
+    reasons = [
+        f"{len(cut)} of {tested} granularities bend down on log-log axes (a characteristic length)"
+        + (f": {', '.join(cut)}" if cut else "")
+    ]
+    if tested < 2:
+        reasons.append(
+            f"fewer than two granularities have {THRESHOLDS['min_points']} significant offsets: profile more tokens"
+        )
+        return "inconclusive", reasons
+    if len(cut) >= tested / 2:
+        return "not self-similar", reasons
+    if len(cut) <= THRESHOLDS["max_cutoff_share"] * tested:
+        reasons.append("the others stay straight or bend up: no characteristic length within the profiled range")
+        return "self-similar", reasons
+    reasons.append("a minority shows a cutoff: the data are mixed")
+    return "inconclusive", reasons
