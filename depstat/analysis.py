@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import polars as pl
 
@@ -50,18 +50,27 @@ def per_granularity(profile: Profile, settings: Settings) -> dict[str, dict]:
     for name, facts in profile.granularities.items():
         rows = profile.table.filter(pl.col("granularity") == name).sort("offset")
         o, m, se, sig = (rows[c].to_numpy() for c in ("offset", "mi_bits", "se", "significant"))
-        width = kernel_width(o, m, se, sig, settings.train_length, settings.width, profile.confidence)
+        try:
+            width = kernel_width(o, m, se, sig, settings.train_length, settings.width, profile.confidence)
+        except DepstatError as err:  # e.g. a coarse granularity whose documents are too short
+            width, note = None, str(err)
         fits = fit_decay(o[sig], m[sig], se[sig], profile.confidence)
         mid, slope = local_slopes(o[sig], m[sig])
         bpt = facts.get("bytes_per_token")
         out[name] = {
-            "W": width.to_dict(),
-            "W_bytes": width.W * bpt if bpt else None,
+            "W": width.to_dict() if width else None,
+            "W_note": None if width else note,
+            "W_bytes": width.W * bpt if width and bpt else None,
             "decay_fits": {k: f.to_dict() for k, f in fits.items()},
             "decay_model_preferred": preferred_model(fits),
             "local_slope": {"offset": mid.tolist(), "slope": slope.tolist()},
         }
     return out
+
+
+def default_train_length(profile: Profile) -> int:
+    """2048, or the profile's largest offset when the profile is shorter."""
+    return int(min(2048, profile.table["offset"].max()))
 
 
 def analyze(profile: Profile, settings: Settings) -> dict:
@@ -70,14 +79,22 @@ def analyze(profile: Profile, settings: Settings) -> dict:
     bpt = {k: v.get("bytes_per_token") for k, v in profile.granularities.items()}
     selfsim = self_similarity(profile.table, bpt)
     name = model_granularity(profile, settings.granularity)
+    if grans[name]["W"] is None:
+        raise DepstatError(f"granularity {name!r}: {grans[name]['W_note']}")
     rec = recommend(
         Width(**grans[name]["W"]), selfsim.verdict, settings.head_dim, settings.train_length,
         settings.target_length, name, settings.c, settings.margin,
     )
     return {
-        "settings": {**settings.__dict__, "granularity": name},
+        "settings": {**asdict(settings), "granularity": name},
         "W": {k: v["W"] for k, v in grans.items()},
         "granularity_analysis": grans,
         "self_similarity": selfsim.to_dict(),
         "recommendation": rec.to_dict(),
     }
+
+
+def attach(profile: Profile, settings: Settings) -> Profile:
+    """Run the analysis and store it in ``profile.analysis`` (saved into summary.json)."""
+    profile.analysis = analyze(profile, settings)
+    return profile

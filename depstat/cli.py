@@ -6,14 +6,18 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import polars as pl
 
 from depstat import __version__
+from depstat.analysis import Settings, attach, default_train_length
+from depstat.dependency import DEFAULT_WIDTH, WIDTHS
 from depstat.errors import DepstatError
 from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
 from depstat.granularity import DEFAULT_LADDER
 from depstat.profile import DEFAULT_BLOCKS, DEFAULT_MAX_OFFSET, Profile, log_offsets, profile
+from depstat.recommend import DEFAULT_MARGIN, PAPER_C
 
 
 def _int_list(text: str) -> list[int]:
@@ -24,26 +28,9 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed so the docs and tests can read the help)."""
-    parser = argparse.ArgumentParser(
-        prog="depstat",
-        description="Measure how far dependencies reach in a corpus: mutual-information profiles over token offsets.",
-    )
-    parser.add_argument("--version", action="version", version=f"depstat {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser(
-        "profile",
-        help="MI profile I(r) of a corpus at several granularities",
-        description=(
-            "Read CORPUS (.jsonl[.gz|.zst], .parquet, text files, .npy/.bin token streams, a "
-            "directory or glob of these, a saved datasets directory, or hf:OWNER/NAME), tokenize "
-            "it at each granularity and estimate the mutual information between tokens r apart, "
-            "with a jackknife interval per offset."
-        ),
-    )
-    p.add_argument("corpus", help="path, glob, saved-dataset directory or hf:OWNER/NAME")
+def _corpus_options() -> argparse.ArgumentParser:
+    """Options shared by every command that may profile a corpus."""
+    p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("input")
     g.add_argument("--text-field", default="text", help="JSON/parquet/dataset field holding the text (default: text)")
     g.add_argument("--ids-field", default=None, help="field holding token ids (pre-tokenized input; default input_ids when detected)")
@@ -70,9 +57,63 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--confidence", type=float, default=0.95, help="interval confidence level (default: 0.95)")
     e.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help=f"jackknife blocks (default: {DEFAULT_BLOCKS})")
     e.add_argument("--seed", type=int, default=0, help="seed of the i.i.d. null (shuffle estimator)")
+    return p
+
+
+def _analysis_options() -> argparse.ArgumentParser:
+    """Options describing the model the advice is for."""
+    p = argparse.ArgumentParser(add_help=False)
+    a = p.add_argument_group("model and advice")
+    a.add_argument("--head-dim", type=int, default=128, help="attention head dimension d (default: 128)")
+    a.add_argument("--train-length", type=int, default=None, help="training context length L (default: 2048, or the largest profiled offset if smaller)")
+    a.add_argument("--target-length", type=int, default=None, help="context length to extend to (adds PI / YaRN advice)")
+    a.add_argument("--model-granularity", default=None, help="granularity W is read at (default: a --tokenizer one, else the largest BPE)")
+    a.add_argument("--width", default=DEFAULT_WIDTH, choices=WIDTHS, help=f"definition of W (default: {DEFAULT_WIDTH})")
+    a.add_argument("--c", type=float, default=PAPER_C, help="constant of theta* = c / W (default: pi)")
+    a.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help=f"slowest band at theta*/margin (default: {DEFAULT_MARGIN:g})")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed so the docs and tests can read the help)."""
+    parser = argparse.ArgumentParser(
+        prog="depstat",
+        description="Measure how far dependencies reach in a corpus: mutual-information profiles over token offsets, "
+        "the dependency width W, self-similarity, and RoPE advice.",
+    )
+    parser.add_argument("--version", action="version", version=f"depstat {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    corpus, analysis = _corpus_options(), _analysis_options()
+    source_help = "a directory written by depstat profile --out, or a corpus to profile first"
+
+    p = sub.add_parser(
+        "profile", parents=[corpus, analysis],
+        help="MI profile I(r) of a corpus at several granularities, with W, self-similarity and advice",
+        description=(
+            "Read CORPUS (.jsonl[.gz|.zst], .parquet, text files, .npy/.bin token streams, a "
+            "directory or glob of these, a saved datasets directory, or hf:OWNER/NAME), tokenize "
+            "it at each granularity and estimate the mutual information between tokens r apart, "
+            "with a jackknife interval per offset; then the kernel width W, the self-similarity "
+            "verdict and the RoPE recommendation."
+        ),
+    )
+    p.add_argument("corpus", help="path, glob, saved-dataset directory or hf:OWNER/NAME")
     o = p.add_argument_group("output")
     o.add_argument("--out", default=None, help="directory for profile.parquet and summary.json")
     o.add_argument("--format", choices=["table", "json"], default="table", help="console output (default: table)")
+    o.add_argument("--report", action="store_true", help="also write report.html and report.md into --out")
+
+    s = sub.add_parser("selfsim", parents=[corpus, analysis], help="self-similarity report across granularities")
+    s.add_argument("source", help=source_help)
+    s.add_argument("--format", choices=["table", "json"], default="table")
+
+    r = sub.add_parser("recommend", parents=[corpus, analysis], help="RoPE base and context-extension advice")
+    r.add_argument("source", help=source_help)
+    r.add_argument("--format", choices=["table", "json"], default="table")
+
+    rep = sub.add_parser("report", parents=[analysis], help="HTML and Markdown report of a saved profile")
+    rep.add_argument("source", help="a directory written by depstat profile --out")
+    rep.add_argument("--out", default=None, help="where to write the report (default: the profile directory)")
     return parser
 
 
@@ -141,28 +182,157 @@ def render(result: Profile) -> str:
     return "\n".join(lines)
 
 
+def render_selfsim(analysis: dict) -> str:
+    """Per-granularity W, decay and curvature, then the verdict and its reasons."""
+    ss = analysis["self_similarity"]
+    rows = []
+    for name, g in analysis["granularity_analysis"].items():
+        w = g["W"] or {"W": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+        curv = ss["curvature"].get(name)
+        alpha = ss["power_law_exponents"].get(name)
+        rows.append({
+            "granularity": name,
+            "W (tokens)": f"{w['W']:.0f} [{w['ci_low']:.0f}, {w['ci_high']:.0f}]",
+            "W (bytes)": f"{g['W_bytes']:.0f}" if g.get("W_bytes") else "",
+            "decay": g["decay_model_preferred"] or "",
+            "alpha": f"{alpha['alpha']:.2f} [{alpha['ci'][0]:.2f}, {alpha['ci'][1]:.2f}]" if alpha else "",
+            "curvature": f"{curv['curvature']:+.3f} [{curv['ci'][0]:+.3f}, {curv['ci'][1]:+.3f}]" if curv else "",
+        })
+    lines = [f"W: {analysis['settings']['width']} of the kernel over 1..{analysis['settings']['train_length']}"]
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40, tbl_width_chars=200):
+        lines.append(str(pl.DataFrame(rows)))
+    lines.append(f"self-similarity: {ss['verdict']}")
+    lines += [f"  - {r}" for r in ss["reasons"]]
+    if ss["pairs"]:
+        lines.append("  collapse (log10 token/byte misfit; > 0: byte units fit better):")
+        for q in ss["pairs"]:
+            lines.append(
+                f"    {q['fine']} -> {q['coarse']}: {q['score']:+.2f} [{q['score_ci'][0]:+.2f}, {q['score_ci'][1]:+.2f}],"
+                f" bytes/token ratio {q['rho']:.2f}, best dilation {q['dilation']:.2f}"
+            )
+    return "\n".join(lines)
+
+
+def render_recommendation(rec: dict) -> str:
+    """The recommendation in words, the habits side by side, and the config snippet."""
+    lines = [f"recommended rope_theta: {rec['rope_theta']:.4g} (head_dim {rec['head_dim']}, L_train {rec['train_length']}, "
+             f"W read at {rec['granularity']})"]
+    lines += [f"  - {r}" for r in rec["reasons"]]
+    lines.append("  base             slowest wavelength  bands slower than theta*")
+    for name, g in rec["grid_comparison"].items():
+        lines.append(f"  {name:<16} {g['base']:>10.4g} {g['slowest_wavelength']:>12.0f}   {g['bands_slower_than_theta_star']:>4}")
+    lines.append("Hugging Face config:")
+    lines.append(json.dumps(rec["hf_config"], indent=2))
+    return "\n".join(lines)
+
+
+def render_analysis(analysis: dict) -> str:
+    """Self-similarity and recommendation sections of the console report."""
+    return render_selfsim(analysis) + "\n\n" + render_recommendation(analysis["recommendation"])
+
+
+def settings_from(args: argparse.Namespace, result: Profile) -> Settings:
+    """Analysis settings from the command line, defaults resolved against the profile."""
+    return Settings(
+        head_dim=args.head_dim,
+        train_length=args.train_length or default_train_length(result),
+        target_length=args.target_length,
+        granularity=args.model_granularity,
+        width=args.width,
+        c=args.c,
+        margin=args.margin,
+    )
+
+
+def load_or_profile(args: argparse.Namespace) -> Profile:
+    """A saved profile directory, or a corpus profiled now with the given options."""
+    src = Path(args.source)
+    if src.is_dir() and (src / "summary.json").is_file():
+        return Profile.load(src)
+    args.corpus = args.source
+    return run_profile(args)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``depstat`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "profile":
-            result = run_profile(args)
-            if args.out:
-                result.save(args.out)
-            if args.format == "json":
-                print(json.dumps(result.summary(), indent=2, default=str))
-            else:
-                print(render(result))
-                if args.out:
-                    print(f"\nwrote {args.out}/profile.parquet and {args.out}/summary.json")
+        return COMMANDS[args.command](args)
     except DepstatError as err:
         print(f"depstat: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("depstat: interrupted", file=sys.stderr)
         return 130
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """depstat profile: profile, analyse (when possible), save, print."""
+    if args.report and not args.out:
+        raise DepstatError("--report needs --out DIR")
+    result = run_profile(args)
+    note = None
+    try:
+        attach(result, settings_from(args, result))
+    except DepstatError as err:  # the profile stands on its own; say why the advice is missing
+        note = f"analysis skipped: {err}"
+    if args.out:
+        result.save(args.out)
+        if args.report and result.analysis:
+            from depstat.report import build_report
+
+            build_report(result, args.out)
+    if args.format == "json":
+        print(json.dumps(result.summary(), indent=2, default=str))
+        return 0
+    print(render(result))
+    if result.analysis:
+        print()
+        print(render_analysis(result.analysis))
+    if note:
+        print(f"\n{note}")
+    if args.out:
+        print(f"\nwrote {args.out}/profile.parquet and {args.out}/summary.json" + (" and report.html/.md" if args.report and result.analysis else ""))
     return 0
+
+
+def cmd_selfsim(args: argparse.Namespace) -> int:
+    """depstat selfsim: the self-similarity part of the analysis."""
+    result = load_or_profile(args)
+    attach(result, settings_from(args, result))
+    section = {k: result.analysis[k] for k in ("self_similarity", "W")}
+    if args.format == "json":
+        print(json.dumps(section, indent=2, default=str))
+    else:
+        print(render_selfsim(result.analysis))
+    return 0
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    """depstat recommend: RoPE base and extension advice."""
+    result = load_or_profile(args)
+    attach(result, settings_from(args, result))
+    if args.format == "json":
+        print(json.dumps(result.analysis["recommendation"], indent=2, default=str))
+    else:
+        print(render_recommendation(result.analysis["recommendation"]))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """depstat report: HTML and Markdown report of a saved profile."""
+    from depstat.report import build_report
+
+    result = Profile.load(args.source)
+    result.analysis = None
+    attach(result, settings_from(args, result))
+    paths = build_report(result, args.out or args.source)
+    print("wrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+COMMANDS = {"profile": cmd_profile, "selfsim": cmd_selfsim, "recommend": cmd_recommend, "report": cmd_report}
 
 
 if __name__ == "__main__":

@@ -177,7 +177,7 @@ def _verdict(curvatures: dict[str, dict]) -> tuple[str, list[str]]:
     if len(cut) >= tested / 2:
         return "not self-similar", reasons
     if len(cut) <= THRESHOLDS["max_cutoff_share"] * tested:
-        reasons.append("the others stay straight or bend up: no characteristic length within the profiled range")
+        reasons.append("the profiles stay straight or bend up on log-log axes: no characteristic length within the profiled range")
         return "self-similar", reasons
     reasons.append("a minority shows a cutoff: the data are mixed")
     return "inconclusive", reasons

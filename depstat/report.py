@@ -1,0 +1,577 @@
+"""depstat.report: an HTML and a Markdown report of an analysed Profile, with figures.
+
+``build_report(profile, out_dir)`` writes ``report.html`` (self-contained: figures inline
+as base64 PNG, inline CSS, no external resources) and ``report.md`` (figures as PNG files
+in ``figures/``, referenced relatively). Both render the same blocks: corpus and
+sampling, the granularities, the self-similarity verdict, the RoPE recommendation.
+
+Figures are drawn on ``matplotlib.figure.Figure`` objects and saved with the Agg
+renderer, so the module needs no pyplot backend and leaves the caller's untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from depstat import __version__
+from depstat.dependency import kernel
+from depstat.errors import DepstatError
+from depstat.profile import Profile
+from depstat.recommend import frequencies
+
+DPI = 150
+FIGURE_DIR = "figures"
+GRID_LABELS = {
+    "recommended": "recommended",
+    "standard_10000": "b = 10,000",
+    "base_equals_L_train": "b = L_train",
+    "men_lower_bound": "Men et al. lower bound",
+}
+CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328;
+       max-width: 62rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.5; }
+h1 { font-size: 1.6rem; border-bottom: 1px solid #d0d7de; padding-bottom: .3rem; }
+h2 { font-size: 1.25rem; margin-top: 2.2rem; border-bottom: 1px solid #eaeef2; }
+table { border-collapse: collapse; margin: .8rem 0; font-size: .92rem; }
+th, td { border: 1px solid #d0d7de; padding: .3rem .6rem; text-align: left; vertical-align: top; }
+th { background: #f6f8fa; }
+pre { background: #f6f8fa; padding: .8rem; overflow-x: auto; font-size: .88rem; }
+figure { margin: 1.2rem 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eaeef2; }
+figcaption { font-size: .9rem; color: #57606a; margin-top: .3rem; }
+"""
+
+
+@dataclass(frozen=True)
+class Para:
+    """A paragraph of plain text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Items:
+    """A bulleted list."""
+
+    items: list[str]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table with a header row."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass(frozen=True)
+class Code:
+    """A preformatted code block."""
+
+    text: str
+    language: str = ""
+
+
+@dataclass(frozen=True)
+class Fig:
+    """A figure by name (a key of FIGURES) with its caption."""
+
+    name: str
+    caption: str
+
+
+Block = Para | Items | Table | Code | Fig
+Section = tuple[str, list[Block]]
+
+
+def build_report(profile: Profile, out_dir: str | Path) -> dict[str, Path]:
+    """Write report.html, report.md and figures/*.png into ``out_dir``; return their paths.
+
+    Keys: ``html``, ``markdown`` and one per figure (``mi_profile``, ``collapse``,
+    ``local_slope``, ``kernel``, ``rope_grid``).
+    """
+    if profile.analysis is None:
+        raise DepstatError(
+            "this profile has no analysis (W, self-similarity, recommendation)",
+            hint="run depstat.analysis.analyze(profile, Settings(...)) and store it in profile.analysis first",
+        )
+    out = Path(out_dir)
+    (out / FIGURE_DIR).mkdir(parents=True, exist_ok=True)
+    images = {name: _png(draw(profile)) for name, draw in FIGURES.items()}
+    paths: dict[str, Path] = {}
+    for name, data in images.items():
+        paths[name] = out / FIGURE_DIR / f"{name}.png"
+        paths[name].write_bytes(data)
+    title = f"depstat report: {profile.corpus.get('spec', 'corpus')}"
+    sections = _sections(profile)
+    paths["html"] = out / "report.html"
+    paths["html"].write_text(_html_document(title, sections, images), encoding="utf-8")
+    paths["markdown"] = out / "report.md"
+    paths["markdown"].write_text(_markdown_document(title, sections), encoding="utf-8")
+    return paths
+
+
+# ---------------------------------------------------------------- text sections
+
+
+def _sections(profile: Profile) -> list[Section]:
+    """The report's sections in order."""
+    return [
+        ("Summary", _summary(profile)),
+        ("Corpus and sampling", _corpus(profile)),
+        ("Granularities", _granularities(profile)),
+        ("Self-similarity", _self_similarity(profile)),
+        ("Recommendation", _recommendation(profile)),
+        ("About", [Para(f"Made with depstat {__version__}; MI estimator: {profile.estimator}.")]),
+    ]
+
+
+def _summary(profile: Profile) -> list[Block]:
+    """Three lines: the base, the verdict, the extension."""
+    a = profile.analysis
+    rec, w = a["recommendation"], a["recommendation"]["W"]
+    ext = rec["extension"]
+    items = [
+        f"rope_theta = {rec['rope_theta']:.4g} for head dimension {rec['head_dim']} and L_train = "
+        f"{rec['train_length']} (W = {_num(w['W'])} tokens at {rec['granularity']}, "
+        f"theta* = {rec['theta_star']:.3g} rad/token)",
+        f"self-similarity: {a['self_similarity']['verdict']}",
+    ]
+    if ext:
+        items.append(f"context extension to {rec['target_length']} tokens: {ext['method'].upper()}, factor {ext['factor']:g}")
+    return [Items(items)]
+
+
+def _corpus(profile: Profile) -> list[Block]:
+    """Where the documents came from, how they were sampled, how MI was estimated."""
+    c, s = profile.corpus, profile.sampling
+    offsets = profile.table["offset"]
+    rows = [
+        ["corpus", str(c.get("spec", "–"))],
+        ["kind / format", f"{c.get('kind', '–')} / {', '.join(c.get('formats', [])) or '–'}"],
+        ["files", _num(c.get("file_count"))],
+        ["documents read", _num(c.get("documents_read"))],
+        ["skipped bad records / empty documents", f"{_num(c.get('skipped_bad_records'))} / {_num(c.get('empty_documents'))}"],
+        ["sampling", s.get("rule", "–")],
+        ["token unit of the budget", s.get("token_unit", "–")],
+    ]
+    if s.get("tokenizer_training"):
+        rows.append(["tokenizer training", s["tokenizer_training"]])
+    rows += [
+        ["offsets", f"{offsets.n_unique()} from {offsets.min()} to {offsets.max()} tokens"],
+        ["estimator", profile.estimator],
+        ["interval", f"delete-one-block jackknife, Student t, {profile.confidence:.0%} confidence; "
+                     "noise floor = half-width of the interval"],
+    ]
+    return [Table(["field", "value"], rows)]
+
+
+def _granularities(profile: Profile) -> list[Block]:
+    """Facts, W, decay model and curvature per granularity, with the profile figures."""
+    a = profile.analysis
+    ga, ss = a["granularity_analysis"], a["self_similarity"]
+    rows = []
+    for name in _order(profile):
+        facts, g = profile.granularities[name], ga.get(name, {})
+        w = g.get("W", {})
+        alpha = ss["power_law_exponents"].get(name)
+        curv = ss["curvature"].get(name)
+        rows.append([
+            name,
+            _num(facts.get("vocab_size")),
+            _num(facts.get("n_tokens")),
+            _num(facts.get("bytes_per_token")),
+            _interval(w.get("W"), w.get("ci_low"), w.get("ci_high")),
+            _num(g.get("W_bytes")),
+            g.get("decay_model_preferred") or "–",
+            _interval(alpha["alpha"], *alpha["ci"]) if alpha else "–",
+            _interval(curv["curvature"], *curv["ci"]) + (" (cutoff)" if curv["cutoff"] else "") if curv else "–",
+        ])
+    definition = a["settings"]["width"]
+    return [
+        Table(
+            ["granularity", "vocab", "tokens", "bytes/token", f"W (tokens, {definition}) [interval]",
+             "W (bytes)", "decay model (AIC)", "power-law α [CI]", "curvature [CI]"],
+            rows,
+        ),
+        Para(
+            f"W is the kernel width within L_train = {a['settings']['train_length']} tokens. α is the "
+            "exponent of I(r) ∝ r^-α fitted to the significant offsets; the curvature is the "
+            "coefficient of (log r)² in log I, negative with its interval below zero for a cutoff."
+        ),
+        Fig("mi_profile", _CAPTIONS["mi_profile"]),
+        Fig("local_slope", _CAPTIONS["local_slope"]),
+    ]
+
+
+def _self_similarity(profile: Profile) -> list[Block]:
+    """The verdict, its reasons and the pairwise collapse diagnostics."""
+    ss = profile.analysis["self_similarity"]
+    blocks: list[Block] = [Para(f"Verdict: {ss['verdict']}."), Items(list(ss["reasons"]))]
+    if ss["pairs"]:
+        blocks.append(Para(
+            "Collapse diagnostics: misfit of the coarser profile against the finer one in token and "
+            "byte units; score = log10(token misfit / byte misfit), positive when only byte units fit."
+        ))
+        blocks.append(Table(
+            ["fine", "coarse", "ρ (bytes ratio)", "misfit, tokens", "misfit, bytes", "score [CI]", "best dilation"],
+            [[p["fine"], p["coarse"], _num(p["rho"]), _num(p["misfit_token"]), _num(p["misfit_byte"]),
+              _interval(p["score"], *p["score_ci"]), _num(p["dilation"])] for p in ss["pairs"]],
+        ))
+    blocks.append(Fig("collapse", _CAPTIONS["collapse"]))
+    return blocks
+
+
+def _recommendation(profile: Profile) -> list[Block]:
+    """The base in words, the settings, the reasons, the figures and the HF config."""
+    rec = profile.analysis["recommendation"]
+    st = profile.analysis["settings"]
+    return [
+        Para(
+            f"Recommended rope_theta = {rec['rope_theta']:.4g} (θ* = {rec['theta_star']:.3g} rad/token, "
+            f"W read at granularity {rec['granularity']})."
+        ),
+        Table(["setting", "value"], [
+            ["head dimension", str(rec["head_dim"])],
+            ["training length L_train", str(rec["train_length"])],
+            ["target length", _num(rec["target_length"])],
+            ["width definition", st["width"]],
+            ["c (θ* = c / W)", _num(rec["c"])],
+            ["margin", _num(rec["margin"])],
+        ]),
+        Items(list(rec["reasons"])),
+        Fig("kernel", _CAPTIONS["kernel"]),
+        Fig("rope_grid", _CAPTIONS["rope_grid"]),
+        Para("Hugging Face config:"),
+        Code(json.dumps(rec["hf_config"], indent=2), "json"),
+    ]
+
+
+_CAPTIONS = {
+    "mi_profile": (
+        "MI profile I(r) per granularity. Filled points are distinguishable from zero, hollow ones "
+        "are not; bands are the confidence intervals; dashed lines are the noise floors. Values "
+        "at or below the axis floor (including negative estimates) are drawn on it as triangles."
+    ),
+    "local_slope": (
+        "Local log-log slope d log I / d log r between consecutive positive significant offsets. "
+        "A power law is flat at −α (dashed); a characteristic length makes it fall."
+    ),
+    "collapse": (
+        "Profiles normalised at a common reference offset, in token units (left) and byte units "
+        "(right). Self-similar data collapse in token units; a length fixed in bytes collapses "
+        "only in byte units. Significant positive points only."
+    ),
+    "kernel": (
+        "Dependency kernel K(r) of the recommended granularity over the training length (top) and "
+        "its cumulative mass (bottom), with W and its interval."
+    ),
+    "rope_grid": (
+        "RoPE band frequencies θ_m = b^(−2m/d) for the recommended base and the alternatives, "
+        "with the target frequency θ* = c / W."
+    ),
+}
+
+
+# ---------------------------------------------------------------- figures
+
+
+def _fig_mi_profile(profile: Profile) -> Figure:
+    """I(r) per granularity on log-log axes with intervals, noise floors and clipped points."""
+    fig = _figure((9.5, 5.4))
+    ax = fig.subplots()
+    floor = _axis_floor(profile.table)
+    colours = _colours(profile)
+    for name, colour in colours.items():
+        t = _rows(profile, name)
+        r, mi = t["offset"].to_numpy(), t["mi_bits"].to_numpy()
+        lo, hi = t["ci_low"].to_numpy(), t["ci_high"].to_numpy()
+        sig, noise = t["significant"].to_numpy(), t["noise_floor"].to_numpy()
+        ax.fill_between(r, np.maximum(lo, floor), np.maximum(hi, floor), color=colour, alpha=0.15, lw=0)
+        ax.plot(r, np.maximum(mi, floor), color=colour, lw=1.2)
+        ax.plot(r, np.where(noise > 0, noise, np.nan), "--", color=colour, lw=0.9)
+        ax.plot(r[sig], mi[sig], "o", color=colour, ms=4)
+        weak = ~sig & (mi > floor)
+        ax.plot(r[weak], mi[weak], "o", mfc="white", mec=colour, ms=4)
+        low = mi <= floor
+        ax.plot(r[low], np.full(low.sum(), floor), "v", mfc="white", mec=colour, ms=5, clip_on=False)
+    ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="mutual information I(r) (bits)")
+    ax.set_ylim(bottom=floor)
+    ax.grid(True, which="major", alpha=0.3)
+    handles = [Line2D([], [], color=c, marker="o", ms=4, label=n) for n, c in colours.items()]
+    handles += [
+        Line2D([], [], color="0.3", marker="o", ls="", ms=4, label="significant"),
+        Line2D([], [], color="0.3", marker="o", mfc="white", ls="", ms=4, label="not significant"),
+        Line2D([], [], color="0.3", marker="v", mfc="white", ls="", ms=5, label=f"≤ {floor:.1e} (incl. < 0)"),
+        Line2D([], [], color="0.3", ls="--", lw=0.9, label="noise floor"),
+        Patch(color="0.3", alpha=0.2, label=f"{profile.confidence:.0%} interval"),
+    ]
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    return fig
+
+
+def _fig_collapse(profile: Profile) -> Figure:
+    """Normalised profiles in token units and in byte units, side by side."""
+    fig = _figure((11, 4.8))
+    ax_tok, ax_byte = fig.subplots(1, 2, sharey=True)
+    colours = _colours(profile)
+    curves = {n: _signal(profile, n) for n in colours}
+    curves = {n: c for n, c in curves.items() if c[0].size >= 2}
+    bpt = {n: profile.granularities[n].get("bytes_per_token") for n in curves}
+    in_bytes = {n: (r * bpt[n], mi) for n, (r, mi) in curves.items() if bpt[n]}
+    for ax, data, unit in ((ax_tok, curves, "tokens"), (ax_byte, in_bytes, "bytes")):
+        if not data:
+            _empty(ax, "no significant profile" if unit == "tokens" else "no byte lengths (tokenized input)")
+            continue
+        ref = max(float(x.min()) for x, _ in data.values())
+        for name, (x, mi) in data.items():
+            ax.plot(x, mi / _log_interp(x, mi, ref), "o-", color=colours[name], ms=3.5, lw=1.2, label=name)
+        ax.set(xscale="log", yscale="log", title=f"{unit} (reference offset {ref:.3g} {unit})")
+        ax.set_xlabel("offset r (tokens)" if unit == "tokens" else "offset r × bytes/token (bytes)")
+        ax.grid(True, which="major", alpha=0.3)
+    ax_tok.set_ylabel("I(r) / I(r_ref)")
+    handles = [Line2D([], [], color=colours[n], marker="o", ms=3.5, label=n) for n in curves]
+    if handles:
+        fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    return fig
+
+
+def _fig_local_slope(profile: Profile) -> Figure:
+    """Local log-log slope per granularity with the fitted power-law slope −α."""
+    fig = _figure((9.5, 5))
+    ax = fig.subplots()
+    ga = profile.analysis["granularity_analysis"]
+    colours = _colours(profile)
+    drawn = []
+    for name, colour in colours.items():
+        g = ga.get(name, {})
+        x, y = g.get("local_slope", {}).get("offset", []), g.get("local_slope", {}).get("slope", [])
+        if not x:
+            continue
+        drawn.append(name)
+        ax.plot(x, y, "o-", color=colour, ms=3.5, lw=1.2)
+        power = g.get("decay_fits", {}).get("power")
+        if power:
+            ax.axhline(-power["parameter"], color=colour, ls="--", lw=0.9)
+    if not drawn:
+        _empty(ax, "fewer than two positive significant offsets in every granularity")
+        return fig
+    ax.axhline(0, color="0.5", lw=0.8, ls=":")
+    ax.set(xscale="log", xlabel="offset r (tokens, geometric mid-point)", ylabel="local slope d log I / d log r")
+    ax.grid(True, which="major", alpha=0.3)
+    handles = [Line2D([], [], color=colours[n], marker="o", ms=3.5, label=n) for n in drawn]
+    handles.append(Line2D([], [], color="0.3", ls="--", lw=0.9, label="−α (power-law fit)"))
+    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    return fig
+
+
+def _fig_kernel(profile: Profile) -> Figure:
+    """K(r) over 1..L_train and its cumulative mass, with W and its interval."""
+    rec = profile.analysis["recommendation"]
+    w, length = rec["W"], rec["train_length"]
+    t = _rows(profile, rec["granularity"])
+    r, k = kernel(t["offset"].to_numpy(), t["mi_bits"].to_numpy(), length)
+    fig = _figure((9.5, 6.2))
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
+    top.plot(r, k, color="C0", lw=1.3, label=f"K(r), {rec['granularity']}")
+    bottom.plot(r, np.cumsum(k), color="C0", lw=1.3)
+    quantile = {"q90": 0.9, "q50": 0.5}.get(w["definition"])
+    if quantile:
+        bottom.axhline(quantile, color="0.4", ls=":", lw=1, label=f"{quantile:.0%} of the mass")
+    for ax in (top, bottom):
+        ax.axvspan(w["ci_low"], w["ci_high"], color="C3", alpha=0.12, lw=0, label="W interval")
+        ax.axvline(w["W"], color="C3", lw=1.5, label=f"W = {w['W']:.0f} tokens ({w['definition']})")
+        ax.grid(True, which="major", alpha=0.3)
+    top.set(xscale="log", ylabel="K(r) (share of MI per offset)",
+            title=f"dependency kernel over L_train = {length} tokens")
+    bottom.set(xlabel="offset r (tokens)", ylabel="cumulative mass")
+    top.legend(loc="upper right", fontsize=8)
+    if quantile:
+        bottom.legend(handles=bottom.get_lines()[1:2], loc="upper left", fontsize=8)
+    return fig
+
+
+def _fig_rope_grid(profile: Profile) -> Figure:
+    """Band frequencies of the recommended base and the alternatives, with θ*."""
+    rec = profile.analysis["recommendation"]
+    d = rec["head_dim"]
+    fig = _figure((9.5, 5))
+    ax = fig.subplots()
+    bands = np.arange(d // 2)
+    for (key, label), marker in zip(GRID_LABELS.items(), "osD^", strict=True):
+        base = rec["grid_comparison"][key]["base"]
+        if math.isfinite(base):
+            ax.plot(bands, frequencies(base, d), marker=marker, ms=3, lw=1.2, markevery=4,
+                    label=f"{label}: b = {_num(base)}")
+    ax.axhline(rec["theta_star"], color="k", ls="--", lw=1.2, label=f"θ* = c/W = {rec['theta_star']:.3g} rad/token")
+    ax.set(yscale="log", xlabel=f"band index m (0 = fastest; head dim d = {d})",
+           ylabel="frequency θ_m (rad/token)", xlim=(0, d // 2 - 1))
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
+    return fig
+
+
+FIGURES: dict[str, Callable[[Profile], Figure]] = {
+    "mi_profile": _fig_mi_profile,
+    "local_slope": _fig_local_slope,
+    "collapse": _fig_collapse,
+    "kernel": _fig_kernel,
+    "rope_grid": _fig_rope_grid,
+}
+
+
+def _figure(size: tuple[float, float]) -> Figure:
+    """An empty figure with constrained layout at the report's resolution."""
+    return Figure(figsize=size, dpi=DPI, layout="constrained")
+
+
+def _png(fig: Figure) -> bytes:
+    """The figure as PNG bytes (no metadata, so no URLs hide in the image)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _empty(ax: Axes, text: str) -> None:
+    """Mark a panel that has nothing to draw."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _order(profile: Profile) -> list[str]:
+    """Granularity names from the finest to the coarsest (no byte length last)."""
+    return sorted(profile.granularities, key=lambda n: profile.granularities[n].get("bytes_per_token") or math.inf)
+
+
+def _colours(profile: Profile) -> dict[str, str]:
+    """One colour per granularity, the same in every figure."""
+    return {name: f"C{i % 10}" for i, name in enumerate(_order(profile))}
+
+
+def _rows(profile: Profile, name: str) -> pl.DataFrame:
+    """The profile rows of one granularity, by offset."""
+    return profile.table.filter(pl.col("granularity") == name).sort("offset")
+
+
+def _signal(profile: Profile, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, MI) of the significant positive points of one granularity."""
+    t = _rows(profile, name).filter(pl.col("significant") & (pl.col("mi_bits") > 0))
+    return t["offset"].to_numpy().astype(float), t["mi_bits"].to_numpy()
+
+
+def _axis_floor(table: pl.DataFrame) -> float:
+    """Bottom of a log MI axis: half the smallest significant MI or noise floor."""
+    mi, noise = table["mi_bits"].to_numpy(), table["noise_floor"].to_numpy()
+    positive = np.concatenate([mi[table["significant"].to_numpy() & (mi > 0)], noise[noise > 0]])
+    return float(positive.min() / 2) if positive.size else 1e-6
+
+
+def _log_interp(x: np.ndarray, y: np.ndarray, at: float) -> float:
+    """y at ``at``, interpolated linearly in log-log (clamped to the ends)."""
+    return float(np.exp(np.interp(math.log(at), np.log(x), np.log(y))))
+
+
+# ---------------------------------------------------------------- number formats
+
+
+def _num(x: float | int | None) -> str:
+    """A number for a table: integers with separators, floats to 3 significant digits."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, float) and math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    if isinstance(x, int) or (abs(x) >= 100 and abs(x) < 1e7):
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
+
+
+def _interval(value: float | None, low: float | None, high: float | None) -> str:
+    """``value [low, high]``."""
+    return f"{_num(value)} [{_num(low)}, {_num(high)}]"
+
+
+# ---------------------------------------------------------------- renderers
+
+
+def _html_document(title: str, sections: list[Section], images: dict[str, bytes]) -> str:
+    """A self-contained HTML page."""
+    body = [f"<h1>{html.escape(title)}</h1>"]
+    for heading, blocks in sections:
+        body.append(f"<h2>{html.escape(heading)}</h2>")
+        body += [_html_block(b, images) for b in blocks]
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+        + "\n".join(body)
+        + "\n</main>\n</body>\n</html>\n"
+    )
+
+
+def _html_block(block: Block, images: dict[str, bytes]) -> str:
+    """One block as HTML, every text escaped."""
+    e = html.escape
+    match block:
+        case Para(text):
+            return f"<p>{e(text)}</p>"
+        case Items(items):
+            return "<ul>\n" + "\n".join(f"<li>{e(i)}</li>" for i in items) + "\n</ul>"
+        case Table(header, rows):
+            head = "".join(f"<th>{e(h)}</th>" for h in header)
+            body = "\n".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in row) + "</tr>" for row in rows)
+            return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
+        case Code(text, language):
+            return f'<pre><code class="language-{e(language)}">{e(text)}</code></pre>'
+        case Fig(name, caption):
+            data = base64.b64encode(images[name]).decode("ascii")
+            return (f'<figure><img src="data:image/png;base64,{data}" alt="{e(caption, quote=True)}">'
+                    f"<figcaption>{e(caption)}</figcaption></figure>")
+    raise TypeError(f"not a report block: {block!r}")
+
+
+def _markdown_document(title: str, sections: list[Section]) -> str:
+    """The report as Markdown with figures under FIGURE_DIR."""
+    parts = [f"# {_md(title)}"]
+    for heading, blocks in sections:
+        parts.append(f"## {_md(heading)}")
+        parts += [_markdown_block(b) for b in blocks]
+    return "\n\n".join(parts) + "\n"
+
+
+def _markdown_block(block: Block) -> str:
+    """One block as Markdown."""
+    match block:
+        case Para(text):
+            return _md(text)
+        case Items(items):
+            return "\n".join(f"- {_md(i)}" for i in items)
+        case Table(header, rows):
+            lines = ["| " + " | ".join(_md(h) for h in header) + " |", "|" + "---|" * len(header)]
+            return "\n".join(lines + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows])
+        case Code(text, language):
+            return f"```{language}\n{text}\n```"
+        case Fig(name, caption):
+            return f"![{_md(caption)}]({FIGURE_DIR}/{name}.png)\n\n*{_md(caption)}*"
+    raise TypeError(f"not a report block: {block!r}")
+
+
+def _md(text: str) -> str:
+    """Text with Markdown's inline markup characters escaped."""
+    for ch in "\\`*_|<[]":
+        text = text.replace(ch, "\\" + ch)
+    return text
