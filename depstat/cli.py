@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from depstat import __version__
@@ -110,6 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("recommend", parents=[corpus, analysis], help="RoPE base and context-extension advice")
     r.add_argument("source", help=source_help)
     r.add_argument("--format", choices=["table", "json"], default="table")
+
+    syn = sub.add_parser("synth", help="write a synthetic corpus with a known dependency structure")
+    syn.add_argument("kind", choices=["arithmetic", "markov-text", "blocks"], help=(
+        "arithmetic: iGSM-style problems (jsonl, not self-similar); markov-text: character Markov chain "
+        "(jsonl, exponential decay); blocks: latent blocks of length --block (.npy token stream, eos = vocab)"))
+    syn.add_argument("out", help="output file (.jsonl, or .npy for blocks)")
+    syn.add_argument("--docs", type=int, default=300, help="number of documents (default: 300)")
+    syn.add_argument("--doc-len", type=int, default=4096, help="tokens or characters per document (default: 4096)")
+    syn.add_argument("--block", type=int, default=16, help="block length B for blocks (default: 16)")
+    syn.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
 
     rep = sub.add_parser("report", parents=[analysis], help="HTML and Markdown report of a saved profile")
     rep.add_argument("source", help="a directory written by depstat profile --out")
@@ -332,7 +343,27 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"profile": cmd_profile, "selfsim": cmd_selfsim, "recommend": cmd_recommend, "report": cmd_report}
+def cmd_synth(args: argparse.Namespace) -> int:
+    """depstat synth: write a synthetic corpus."""
+    from depstat import synth
+
+    if args.docs < 1 or args.doc_len < 2:
+        raise DepstatError("--docs must be at least 1 and --doc-len at least 2")
+    if args.kind == "arithmetic":
+        synth.arithmetic_jsonl(args.out, args.docs, seed=args.seed, doc_chars=args.doc_len)
+    elif args.kind == "markov-text":
+        synth.write_jsonl(args.out, synth.markov_text(args.docs, args.doc_len, seed=args.seed))
+    else:
+        stream = synth.block_sequences(args.docs, args.doc_len, args.block, seed=args.seed)
+        eos = stream.vocab_size
+        docs = np.split(stream.tokens.astype(np.int64), np.cumsum(stream.doc_lengths)[:-1])
+        np.save(args.out, np.concatenate([np.r_[d, eos] for d in docs]))
+        print(f"eos id {eos}: profile with --eos-id {eos}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+COMMANDS = {"synth": cmd_synth, "profile": cmd_profile, "selfsim": cmd_selfsim, "recommend": cmd_recommend, "report": cmd_report}
 
 
 if __name__ == "__main__":

@@ -35,12 +35,7 @@ from depstat.recommend import frequencies
 
 DPI = 150
 FIGURE_DIR = "figures"
-GRID_LABELS = {
-    "recommended": "recommended",
-    "standard_10000": "b = 10,000",
-    "base_equals_L_train": "b = L_train",
-    "men_lower_bound": "Men et al. lower bound",
-}
+EXTENSION_NAMES = {"pi": "position interpolation (PI)", "yarn": "YaRN"}
 CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328;
        max-width: 62rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.5; }
@@ -88,10 +83,9 @@ class Code:
 
 @dataclass(frozen=True)
 class Fig:
-    """A figure by name (a key of FIGURES) with its caption."""
+    """A figure by name (a key of FIGURES and FIGURE_TEXT)."""
 
     name: str
-    caption: str
 
 
 Block = Para | Items | Table | Code | Fig
@@ -152,7 +146,8 @@ def _summary(profile: Profile) -> list[Block]:
         f"self-similarity: {a['self_similarity']['verdict']}",
     ]
     if ext:
-        items.append(f"context extension to {rec['target_length']} tokens: {ext['method'].upper()}, factor {ext['factor']:g}")
+        method = EXTENSION_NAMES.get(ext["method"], ext["method"])
+        items.append(f"context extension to {rec['target_length']} tokens: {method}, factor {ext['factor']:g}")
     return [Items(items)]
 
 
@@ -184,18 +179,20 @@ def _granularities(profile: Profile) -> list[Block]:
     """Facts, W, decay model and curvature per granularity, with the profile figures."""
     a = profile.analysis
     ga, ss = a["granularity_analysis"], a["self_similarity"]
-    rows = []
+    rows, notes = [], []
     for name in _order(profile):
         facts, g = profile.granularities[name], ga.get(name, {})
-        w = g.get("W", {})
+        w = g.get("W") or {}
+        if g.get("W_note"):
+            notes.append(f"{name}: no W: {g['W_note']}")
         alpha = ss["power_law_exponents"].get(name)
         curv = ss["curvature"].get(name)
         rows.append([
             name,
             _num(facts.get("vocab_size")),
             _num(facts.get("n_tokens")),
-            _num(facts.get("bytes_per_token")),
-            _interval(w.get("W"), w.get("ci_low"), w.get("ci_high")),
+            f"{facts['bytes_per_token']:.2f}" if facts.get("bytes_per_token") else "–",
+            _interval(w["W"], w["ci_low"], w["ci_high"]) if w else "–",
             _num(g.get("W_bytes")),
             g.get("decay_model_preferred") or "–",
             _interval(alpha["alpha"], *alpha["ci"]) if alpha else "–",
@@ -213,8 +210,9 @@ def _granularities(profile: Profile) -> list[Block]:
             "exponent of I(r) ∝ r^-α fitted to the significant offsets; the curvature is the "
             "coefficient of (log r)² in log I, negative with its interval below zero for a cutoff."
         ),
-        Fig("mi_profile", _CAPTIONS["mi_profile"]),
-        Fig("local_slope", _CAPTIONS["local_slope"]),
+        *([Items(notes)] if notes else []),
+        Fig("mi_profile"),
+        Fig("local_slope"),
     ]
 
 
@@ -232,7 +230,7 @@ def _self_similarity(profile: Profile) -> list[Block]:
             [[p["fine"], p["coarse"], _num(p["rho"]), _num(p["misfit_token"]), _num(p["misfit_byte"]),
               _interval(p["score"], *p["score_ci"]), _num(p["dilation"])] for p in ss["pairs"]],
         ))
-    blocks.append(Fig("collapse", _CAPTIONS["collapse"]))
+    blocks.append(Fig("collapse"))
     return blocks
 
 
@@ -246,44 +244,46 @@ def _recommendation(profile: Profile) -> list[Block]:
             f"W read at granularity {rec['granularity']})."
         ),
         Table(["setting", "value"], [
-            ["head dimension", str(rec["head_dim"])],
-            ["training length L_train", str(rec["train_length"])],
+            ["head dimension", _num(rec["head_dim"])],
+            ["training length L_train", _num(rec["train_length"])],
             ["target length", _num(rec["target_length"])],
             ["width definition", st["width"]],
             ["c (θ* = c / W)", _num(rec["c"])],
             ["margin", _num(rec["margin"])],
         ]),
         Items(list(rec["reasons"])),
-        Fig("kernel", _CAPTIONS["kernel"]),
-        Fig("rope_grid", _CAPTIONS["rope_grid"]),
+        Fig("kernel"),
+        Fig("rope_grid"),
         Para("Hugging Face config:"),
         Code(json.dumps(rec["hf_config"], indent=2), "json"),
     ]
 
 
-_CAPTIONS = {
-    "mi_profile": (
-        "MI profile I(r) per granularity. Filled points are distinguishable from zero, hollow ones "
-        "are not; bands are the confidence intervals; dashed lines are the noise floors. Values "
-        "at or below the axis floor (including negative estimates) are drawn on it as triangles."
-    ),
-    "local_slope": (
+FIGURE_TEXT = {  # name: (title, caption)
+    "mi_profile": ("MI profiles", (
+        "MI profile I(r), one panel per granularity. Filled points are distinguishable from zero, "
+        "hollow ones are not; bands are the confidence intervals; dashed lines are the noise floors. "
+        "Values at or below the axis floor (including negative estimates) are drawn at the floor as "
+        "triangles."
+    )),
+    "local_slope": ("Local slopes", (
         "Local log-log slope d log I / d log r between consecutive positive significant offsets. "
-        "A power law is flat at −α (dashed); a characteristic length makes it fall."
-    ),
-    "collapse": (
-        "Profiles normalised at a common reference offset, in token units (left) and byte units "
-        "(right). Self-similar data collapse in token units; a length fixed in bytes collapses "
-        "only in byte units. Significant positive points only."
-    ),
-    "kernel": (
-        "Dependency kernel K(r) of the recommended granularity over the training length (top) and "
-        "its cumulative mass (bottom), with W and its interval."
-    ),
-    "rope_grid": (
+        "A power law is flat at −α (dashed, over the fitted range); a characteristic length makes it fall."
+    )),
+    "collapse": ("Collapse in token and byte units", (
+        "Profiles normalised at a common reference offset (dotted), in token units (left) and byte "
+        "units (right), significant positive points only. A scale-free (power-law) profile collapses "
+        "in both; a length fixed in bytes collapses only in byte units."
+    )),
+    "kernel": ("Dependency kernel", (
+        "Dependency kernel K(r) of the recommended granularity over the training length (top): MI "
+        "interpolated in log r, negative estimates kept, normalised to unit mass; its cumulative "
+        "mass (bottom), with W and its interval."
+    )),
+    "rope_grid": ("RoPE frequency grid", (
         "RoPE band frequencies θ_m = b^(−2m/d) for the recommended base and the alternatives, "
-        "with the target frequency θ* = c / W."
-    ),
+        "with the target frequency θ* = c / W and the frequency that turns once within L_train."
+    )),
 }
 
 
@@ -291,37 +291,55 @@ _CAPTIONS = {
 
 
 def _fig_mi_profile(profile: Profile) -> Figure:
-    """I(r) per granularity on log-log axes with intervals, noise floors and clipped points."""
-    fig = _figure((9.5, 5.4))
-    ax = fig.subplots()
+    """I(r) on log-log axes, one panel per granularity, the others in grey for comparison."""
+    names, colours, labels = _order(profile), _colours(profile), _labels(profile)
+    ncols = min(len(names), 3)
+    nrows = math.ceil(len(names) / ncols)
+    fig = _figure((3.9 * ncols + 0.6, 3.1 * nrows + 0.9))
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
     floor = _axis_floor(profile.table)
-    colours = _colours(profile)
-    for name, colour in colours.items():
-        t = _rows(profile, name)
-        r, mi = t["offset"].to_numpy(), t["mi_bits"].to_numpy()
-        lo, hi = t["ci_low"].to_numpy(), t["ci_high"].to_numpy()
-        sig, noise = t["significant"].to_numpy(), t["noise_floor"].to_numpy()
-        ax.fill_between(r, np.maximum(lo, floor), np.maximum(hi, floor), color=colour, alpha=0.15, lw=0)
-        ax.plot(r, np.maximum(mi, floor), color=colour, lw=1.2)
-        ax.plot(r, np.where(noise > 0, noise, np.nan), "--", color=colour, lw=0.9)
-        ax.plot(r[sig], mi[sig], "o", color=colour, ms=4)
-        weak = ~sig & (mi > floor)
-        ax.plot(r[weak], mi[weak], "o", mfc="white", mec=colour, ms=4)
-        low = mi <= floor
-        ax.plot(r[low], np.full(low.sum(), floor), "v", mfc="white", mec=colour, ms=5, clip_on=False)
-    ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="mutual information I(r) (bits)")
-    ax.set_ylim(bottom=floor)
-    ax.grid(True, which="major", alpha=0.3)
-    handles = [Line2D([], [], color=c, marker="o", ms=4, label=n) for n, c in colours.items()]
-    handles += [
-        Line2D([], [], color="0.3", marker="o", ls="", ms=4, label="significant"),
+    for i, (ax, name) in enumerate(zip(axes, names)):
+        for other in names:
+            if other != name:
+                t = _rows(profile, other)
+                ax.plot(t["offset"], np.maximum(t["mi_bits"].to_numpy(), floor), color="0.85", lw=0.9)
+        _draw_profile(ax, _rows(profile, name), colours[name], floor)
+        ax.set(xscale="log", yscale="log", title=labels[name])
+        ax.set_ylim(bottom=floor / 1.6)
+        ax.grid(True, which="major", alpha=0.3)
+        if i + ncols >= len(names):
+            ax.xaxis.set_tick_params(labelbottom=True)
+    for ax in axes[len(names):]:
+        ax.remove()
+    fig.supxlabel("offset r (tokens)")
+    fig.supylabel("mutual information I(r) (bits)")
+    handles = [
+        Line2D([], [], color="0.3", marker="o", ms=4, label="significant"),
         Line2D([], [], color="0.3", marker="o", mfc="white", ls="", ms=4, label="not significant"),
-        Line2D([], [], color="0.3", marker="v", mfc="white", ls="", ms=5, label=f"≤ {floor:.1e} (incl. < 0)"),
         Line2D([], [], color="0.3", ls="--", lw=0.9, label="noise floor"),
         Patch(color="0.3", alpha=0.2, label=f"{profile.confidence:.0%} interval"),
+        Line2D([], [], color="0.85", lw=0.9, label="other granularities"),
     ]
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    if (profile.table["mi_bits"] <= floor).any():
+        handles.insert(2, Line2D([], [], color="0.3", marker="v", mfc="white", ls="", ms=5,
+                                 label=f"≤ {floor:.1e} bits (incl. < 0), drawn at that value"))
+    fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=8, frameon=False)
     return fig
+
+
+def _draw_profile(ax: Axes, t: pl.DataFrame, colour: str, floor: float) -> None:
+    """One granularity's interval band, noise floor, line and points, clipped at ``floor``."""
+    r, mi = t["offset"].to_numpy(), t["mi_bits"].to_numpy()
+    lo, hi = t["ci_low"].to_numpy(), t["ci_high"].to_numpy()
+    sig, noise = t["significant"].to_numpy(), t["noise_floor"].to_numpy()
+    ax.fill_between(r, np.maximum(lo, floor), np.maximum(hi, floor), color=colour, alpha=0.2, lw=0)
+    ax.plot(r, np.where(noise > 0, noise, np.nan), "--", color=colour, lw=0.9)
+    ax.plot(r, np.maximum(mi, floor), color=colour, lw=1.2)
+    ax.plot(r[sig], mi[sig], "o", color=colour, ms=4)
+    weak = ~sig & (mi > floor)
+    ax.plot(r[weak], mi[weak], "o", mfc="white", mec=colour, ms=4)
+    low = mi <= floor
+    ax.plot(r[low], np.full(low.sum(), floor), "v", mfc="white", mec=colour, ms=5)
 
 
 def _fig_collapse(profile: Profile) -> Figure:
@@ -333,18 +351,24 @@ def _fig_collapse(profile: Profile) -> Figure:
     curves = {n: c for n, c in curves.items() if c[0].size >= 2}
     bpt = {n: profile.granularities[n].get("bytes_per_token") for n in curves}
     in_bytes = {n: (r * bpt[n], mi) for n, (r, mi) in curves.items() if bpt[n]}
-    for ax, data, unit in ((ax_tok, curves, "tokens"), (ax_byte, in_bytes, "bytes")):
+    panels = (
+        (ax_tok, curves, "token", "offset r (tokens)"),
+        (ax_byte, in_bytes, "byte", "offset r × bytes/token (bytes)"),
+    )
+    for ax, data, unit, xlabel in panels:
         if not data:
-            _empty(ax, "no significant profile" if unit == "tokens" else "no byte lengths (tokenized input)")
+            _empty(ax, "no significant profile" if unit == "token" else "no byte lengths (tokenized input)")
             continue
         ref = max(float(x.min()) for x, _ in data.values())
         for name, (x, mi) in data.items():
-            ax.plot(x, mi / _log_interp(x, mi, ref), "o-", color=colours[name], ms=3.5, lw=1.2, label=name)
-        ax.set(xscale="log", yscale="log", title=f"{unit} (reference offset {ref:.3g} {unit})")
-        ax.set_xlabel("offset r (tokens)" if unit == "tokens" else "offset r × bytes/token (bytes)")
+            ax.plot(x, mi / _log_interp(x, mi, ref), "o-", color=colours[name], ms=3.5, lw=1.2)
+        ax.axvline(ref, color="0.5", ls=":", lw=1)
+        plural = "" if ref == 1 else "s"
+        ax.set(xscale="log", yscale="log", xlabel=xlabel, title=f"{unit} units: r_ref = {ref:.3g} {unit}{plural} (dotted)")
         ax.grid(True, which="major", alpha=0.3)
     ax_tok.set_ylabel("I(r) / I(r_ref)")
-    handles = [Line2D([], [], color=colours[n], marker="o", ms=3.5, label=n) for n in curves]
+    labels = _labels(profile)
+    handles = [Line2D([], [], color=colours[n], marker="o", ms=3.5, label=labels[n]) for n in curves]
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     return fig
@@ -366,14 +390,16 @@ def _fig_local_slope(profile: Profile) -> Figure:
         ax.plot(x, y, "o-", color=colour, ms=3.5, lw=1.2)
         power = g.get("decay_fits", {}).get("power")
         if power:
-            ax.axhline(-power["parameter"], color=colour, ls="--", lw=0.9)
+            ax.hlines(-power["parameter"], min(x), max(x), color=colour, ls="--", lw=0.9)
     if not drawn:
         _empty(ax, "fewer than two positive significant offsets in every granularity")
         return fig
     ax.axhline(0, color="0.5", lw=0.8, ls=":")
     ax.set(xscale="log", xlabel="offset r (tokens, geometric mid-point)", ylabel="local slope d log I / d log r")
+    ax.set_xlim(left=1)
     ax.grid(True, which="major", alpha=0.3)
-    handles = [Line2D([], [], color=colours[n], marker="o", ms=3.5, label=n) for n in drawn]
+    labels = _labels(profile)
+    handles = [Line2D([], [], color=colours[n], marker="o", ms=3.5, label=labels[n]) for n in drawn]
     handles.append(Line2D([], [], color="0.3", ls="--", lw=0.9, label="−α (power-law fit)"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     return fig
@@ -412,15 +438,24 @@ def _fig_rope_grid(profile: Profile) -> Figure:
     fig = _figure((9.5, 5))
     ax = fig.subplots()
     bands = np.arange(d // 2)
-    for (key, label), marker in zip(GRID_LABELS.items(), "osD^", strict=True):
+    labels = {
+        "recommended": "recommended",
+        "standard_10000": "standard",
+        "base_equals_L_train": "b = L_train",
+        "men_lower_bound": f"Men et al. bound for {rec['target_length'] or rec['train_length']} tokens",
+    }
+    for (key, label), marker in zip(labels.items(), "osD^", strict=True):
         base = rec["grid_comparison"][key]["base"]
         if math.isfinite(base):
             ax.plot(bands, frequencies(base, d), marker=marker, ms=3, lw=1.2, markevery=4,
-                    label=f"{label}: b = {_num(base)}")
+                    label=f"{label} (b = {_num(base)})")
     ax.axhline(rec["theta_star"], color="k", ls="--", lw=1.2, label=f"θ* = c/W = {rec['theta_star']:.3g} rad/token")
+    ax.axhline(2 * math.pi / rec["train_length"], color="0.5", ls=":", lw=1.2,
+               label=f"one turn within L_train = {rec['train_length']}")
     ax.set(yscale="log", xlabel=f"band index m (0 = fastest; head dim d = {d})",
            ylabel="frequency θ_m (rad/token)", xlim=(0, d // 2 - 1))
     ax.grid(True, which="major", alpha=0.3)
+    ax.secondary_yaxis("right", functions=(_wavelength, _wavelength)).set_ylabel("wavelength 2π/θ_m (tokens)")
     ax.legend(loc="lower left", fontsize=8)
     return fig
 
@@ -463,6 +498,18 @@ def _colours(profile: Profile) -> dict[str, str]:
     return {name: f"C{i % 10}" for i, name in enumerate(_order(profile))}
 
 
+def _labels(profile: Profile) -> dict[str, str]:
+    """Legend labels; a granularity with the same profile as a finer one says so (its lines coincide)."""
+    seen: dict[tuple, str] = {}
+    out = {}
+    for name in _order(profile):
+        t = _rows(profile, name)
+        key = (tuple(t["offset"].to_list()), tuple(t["mi_bits"].to_list()))
+        out[name] = f"{name} (= {seen[key]})" if key in seen else name
+        seen.setdefault(key, name)
+    return out
+
+
 def _rows(profile: Profile, name: str) -> pl.DataFrame:
     """The profile rows of one granularity, by offset."""
     return profile.table.filter(pl.col("granularity") == name).sort("offset")
@@ -481,6 +528,12 @@ def _axis_floor(table: pl.DataFrame) -> float:
     return float(positive.min() / 2) if positive.size else 1e-6
 
 
+def _wavelength(theta: np.ndarray) -> np.ndarray:
+    """Tokens per turn of a frequency, and back (the map is its own inverse)."""
+    with np.errstate(divide="ignore"):
+        return 2 * np.pi / np.asarray(theta, dtype=float)
+
+
 def _log_interp(x: np.ndarray, y: np.ndarray, at: float) -> float:
     """y at ``at``, interpolated linearly in log-log (clamped to the ends)."""
     return float(np.exp(np.interp(math.log(at), np.log(x), np.log(y))))
@@ -490,13 +543,13 @@ def _log_interp(x: np.ndarray, y: np.ndarray, at: float) -> float:
 
 
 def _num(x: float | int | None) -> str:
-    """A number for a table: integers with separators, floats to 3 significant digits."""
+    """A number for text: whole numbers from 100 up (separators from 10,000), else 3 significant digits."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     if isinstance(x, float) and math.isinf(x):
         return "∞" if x > 0 else "−∞"
-    if isinstance(x, int) or (abs(x) >= 100 and abs(x) < 1e7):
-        return f"{x:,.0f}"
+    if isinstance(x, int) or 100 <= abs(x) < 1e7:
+        return f"{x:,.0f}" if abs(x) >= 10_000 else f"{x:.0f}"
     return f"{x:.3g}"
 
 
@@ -537,9 +590,10 @@ def _html_block(block: Block, images: dict[str, bytes]) -> str:
             return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
         case Code(text, language):
             return f'<pre><code class="language-{e(language)}">{e(text)}</code></pre>'
-        case Fig(name, caption):
+        case Fig(name):
+            title, caption = FIGURE_TEXT[name]
             data = base64.b64encode(images[name]).decode("ascii")
-            return (f'<figure><img src="data:image/png;base64,{data}" alt="{e(caption, quote=True)}">'
+            return (f'<figure><img src="data:image/png;base64,{data}" alt="{e(title)}">'
                     f"<figcaption>{e(caption)}</figcaption></figure>")
     raise TypeError(f"not a report block: {block!r}")
 
@@ -565,8 +619,9 @@ def _markdown_block(block: Block) -> str:
             return "\n".join(lines + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows])
         case Code(text, language):
             return f"```{language}\n{text}\n```"
-        case Fig(name, caption):
-            return f"![{_md(caption)}]({FIGURE_DIR}/{name}.png)\n\n*{_md(caption)}*"
+        case Fig(name):
+            title, caption = FIGURE_TEXT[name]
+            return f"![{_md(title)}]({FIGURE_DIR}/{name}.png)\n\n*{_md(caption)}*"
     raise TypeError(f"not a report block: {block!r}")
 
 

@@ -1,0 +1,74 @@
+"""The HTML and Markdown report of an analysed profile: contents, figures, self-containment."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import depstat
+from depstat.analysis import Settings, analyze
+from depstat.errors import DepstatError
+from depstat.profile import Profile
+from depstat.report import FIGURES, Items, Para, Table, _html_document, build_report
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "python-docs.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory: pytest.TempPathFactory) -> Profile:
+    """The first 20 documents of the bundled example, profiled at two granularities and analysed."""
+    path = tmp_path_factory.mktemp("corpus") / "docs.jsonl"
+    with gzip.open(EXAMPLE, "rt", encoding="utf-8") as f:
+        path.write_text("".join(next(f) for _ in range(20)), encoding="utf-8")
+    p = depstat.profile(str(path), granularities=["bytes", "bpe-512"], max_offset=256)
+    p.analysis = analyze(p, Settings(head_dim=64, train_length=256, target_length=1024))
+    return p
+
+
+@pytest.fixture(scope="module")
+def paths(analysed: Profile, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_report(analysed, tmp_path_factory.mktemp("report"))
+
+
+def test_html_states_verdict_base_and_config(analysed: Profile, paths: dict[str, Path]) -> None:
+    page = paths["html"].read_text(encoding="utf-8")
+    rec = analysed.analysis["recommendation"]
+    assert analysed.analysis["self_similarity"]["verdict"] in page
+    assert f"rope_theta = {rec['rope_theta']:.4g}" in page
+    assert json.dumps(rec["rope_theta"]) in page  # the exact value, in the HF config block
+    assert "bpe-512" in page and analysed.estimator in page and depstat.__version__ in page
+
+
+def test_html_embeds_every_figure_and_loads_nothing_external(paths: dict[str, Path]) -> None:
+    page = paths["html"].read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") == len(FIGURES) == 5
+    assert "http://" not in page and "https://" not in page
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!data:)""", page)
+
+
+def test_markdown_references_figure_files_that_exist(paths: dict[str, Path]) -> None:
+    text = paths["markdown"].read_text(encoding="utf-8")
+    refs = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert len(refs) == len(FIGURES)
+    for ref in refs:
+        assert not Path(ref).is_absolute()
+        figure = paths["markdown"].parent / ref
+        assert figure.is_file() and figure.read_bytes().startswith(b"\x89PNG")
+    assert "```json" in text
+
+
+def test_text_is_escaped_in_html() -> None:
+    hostile = "<script>alert(1)</script>"
+    page = _html_document(hostile, [(hostile, [Para(hostile), Items([hostile]), Table([hostile], [[hostile]])])], {})
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_missing_analysis_is_a_clear_error(analysed: Profile, tmp_path: Path) -> None:
+    with pytest.raises(DepstatError, match="no analysis"):
+        build_report(replace(analysed, analysis=None), tmp_path)
+    assert not (tmp_path / "report.html").exists()
