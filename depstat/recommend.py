@@ -135,6 +135,12 @@ def recommend(
         )
     theta_star = c / width.W
     base = base_for(theta_star, head_dim, margin)
+    if base < 2:
+        raise DepstatError(
+            f"W = {width.W:.1f} tokens is too short for a RoPE base (it would be {base:.2f}): "
+            "the dependencies are local at this granularity",
+            hint="read W at a coarser granularity (--model-granularity) or lower --margin",
+        )
     men = men_lower_bound(head_dim, target_length or train_length)
     grid = {
         "recommended": band_report(base, head_dim, theta_star, train_length),

@@ -142,7 +142,7 @@ def _summary(profile: Profile) -> list[Block]:
     items = [
         f"rope_theta = {rec['rope_theta']:.4g} for head dimension {rec['head_dim']} and L_train = "
         f"{rec['train_length']} (W = {_num(w['W'])} tokens at {rec['granularity']}, "
-        f"theta* = {rec['theta_star']:.3g} rad/token)",
+        f"θ* = {rec['theta_star']:.3g} rad/token)",
         f"self-similarity: {a['self_similarity']['verdict']}",
     ]
     if ext:
@@ -160,7 +160,8 @@ def _corpus(profile: Profile) -> list[Block]:
         ["kind / format", f"{c.get('kind', '–')} / {', '.join(c.get('formats', [])) or '–'}"],
         ["files", _num(c.get("file_count"))],
         ["documents read", _num(c.get("documents_read"))],
-        ["skipped bad records / empty documents", f"{_num(c.get('skipped_bad_records'))} / {_num(c.get('empty_documents'))}"],
+        ["skipped bad records / empty documents",
+         f"{_num(c.get('skipped_bad_records'))} / {_num(c.get('empty_documents'))}"],
         ["sampling", s.get("rule", "–")],
         ["token unit of the budget", s.get("token_unit", "–")],
     ]
@@ -295,7 +296,7 @@ def _fig_mi_profile(profile: Profile) -> Figure:
     names, colours, labels = _order(profile), _colours(profile), _labels(profile)
     ncols = min(len(names), 3)
     nrows = math.ceil(len(names) / ncols)
-    fig = _figure((3.9 * ncols + 0.6, 3.1 * nrows + 0.9))
+    fig = _figure((max(3.9 * ncols + 0.6, 7.0), 3.1 * nrows + 0.9))
     axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False).ravel()
     floor = _axis_floor(profile.table)
     for i, (ax, name) in enumerate(zip(axes, names)):
@@ -318,11 +319,12 @@ def _fig_mi_profile(profile: Profile) -> Figure:
         Line2D([], [], color="0.3", marker="o", mfc="white", ls="", ms=4, label="not significant"),
         Line2D([], [], color="0.3", ls="--", lw=0.9, label="noise floor"),
         Patch(color="0.3", alpha=0.2, label=f"{profile.confidence:.0%} interval"),
-        Line2D([], [], color="0.85", lw=0.9, label="other granularities"),
     ]
     if (profile.table["mi_bits"] <= floor).any():
         handles.insert(2, Line2D([], [], color="0.3", marker="v", mfc="white", ls="", ms=5,
-                                 label=f"≤ {floor:.1e} bits (incl. < 0), drawn at that value"))
+                                 label=f"≤ {floor:.1e} bits (incl. negative), drawn there"))
+    if len(names) > 1:
+        handles.append(Line2D([], [], color="0.85", lw=0.9, label="other granularities"))
     fig.legend(handles=handles, loc="outside upper center", ncols=3, fontsize=8, frameon=False)
     return fig
 
@@ -364,7 +366,8 @@ def _fig_collapse(profile: Profile) -> Figure:
             ax.plot(x, mi / _log_interp(x, mi, ref), "o-", color=colours[name], ms=3.5, lw=1.2)
         ax.axvline(ref, color="0.5", ls=":", lw=1)
         plural = "" if ref == 1 else "s"
-        ax.set(xscale="log", yscale="log", xlabel=xlabel, title=f"{unit} units: r_ref = {ref:.3g} {unit}{plural} (dotted)")
+        title = f"{unit} units: r_ref = {ref:.3g} {unit}{plural} (dotted)"
+        ax.set(xscale="log", yscale="log", xlabel=xlabel, title=title)
         ax.grid(True, which="major", alpha=0.3)
     ax_tok.set_ylabel("I(r) / I(r_ref)")
     labels = _labels(profile)
@@ -417,17 +420,17 @@ def _fig_kernel(profile: Profile) -> Figure:
     bottom.plot(r, np.cumsum(k), color="C0", lw=1.3)
     quantile = {"q90": 0.9, "q50": 0.5}.get(w["definition"])
     if quantile:
-        bottom.axhline(quantile, color="0.4", ls=":", lw=1, label=f"{quantile:.0%} of the mass")
+        level = bottom.axhline(quantile, color="0.4", ls=":", lw=1, label=f"{quantile:.0%} of the mass")
+        bottom.legend(handles=[level], loc="upper left", fontsize=8)
     for ax in (top, bottom):
-        ax.axvspan(w["ci_low"], w["ci_high"], color="C3", alpha=0.12, lw=0, label="W interval")
+        if math.isfinite(w["ci_low"]) and math.isfinite(w["ci_high"]):
+            ax.axvspan(w["ci_low"], w["ci_high"], color="C3", alpha=0.12, lw=0, label="W interval")
         ax.axvline(w["W"], color="C3", lw=1.5, label=f"W = {w['W']:.0f} tokens ({w['definition']})")
         ax.grid(True, which="major", alpha=0.3)
     top.set(xscale="log", ylabel="K(r) (share of MI per offset)",
             title=f"dependency kernel over L_train = {length} tokens")
     bottom.set(xlabel="offset r (tokens)", ylabel="cumulative mass")
     top.legend(loc="upper right", fontsize=8)
-    if quantile:
-        bottom.legend(handles=bottom.get_lines()[1:2], loc="upper left", fontsize=8)
     return fig
 
 
@@ -484,8 +487,7 @@ def _png(fig: Figure) -> bytes:
 def _empty(ax: Axes, text: str) -> None:
     """Mark a panel that has nothing to draw."""
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="0.4")
-    ax.set_xticks([])
-    ax.set_yticks([])
+    ax.tick_params(which="both", left=False, bottom=False, labelleft=False, labelbottom=False)
 
 
 def _order(profile: Profile) -> list[str]:

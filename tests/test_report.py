@@ -38,7 +38,7 @@ def paths(analysed: Profile, tmp_path_factory: pytest.TempPathFactory) -> dict[s
 def test_html_states_verdict_base_and_config(analysed: Profile, paths: dict[str, Path]) -> None:
     page = paths["html"].read_text(encoding="utf-8")
     rec = analysed.analysis["recommendation"]
-    assert analysed.analysis["self_similarity"]["verdict"] in page
+    assert f"Verdict: {analysed.analysis['self_similarity']['verdict']}." in page
     assert f"rope_theta = {rec['rope_theta']:.4g}" in page
     assert json.dumps(rec["rope_theta"]) in page  # the exact value, in the HF config block
     assert "bpe-512" in page and analysed.estimator in page and depstat.__version__ in page
