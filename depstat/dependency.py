@@ -69,8 +69,13 @@ class DecayFit:
         return asdict(self)
 
 
+def shrink(mi: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """Soft threshold: each MI estimate moved towards zero by one standard error."""
+    return np.maximum(np.asarray(mi, float) - np.nan_to_num(np.asarray(se, float)), 0.0)
+
+
 def kernel(offsets: np.ndarray, mi: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """(r, K(r)) for r = 1 .. length-1 from MI at measured offsets, normalised to unit mass."""
+    """(r, K(r)) for r = 1 .. length-1 from (shrunken) MI at measured offsets, unit mass."""
     r = np.arange(1, length, dtype=np.float64)
     k = np.interp(np.log(r), np.log(offsets.astype(np.float64)), mi)
     total = k.sum()
@@ -122,7 +127,7 @@ def kernel_width(
     floor = se * stats.norm.ppf(0.5 + confidence / 2)
 
     def shaped(m: np.ndarray, sig: np.ndarray) -> np.ndarray:
-        return np.where(sig, m, 0.0) if definition == "reach" else np.maximum(m - se, 0.0)
+        return np.where(sig, m, 0.0) if definition == "reach" else shrink(m, se)
 
     point = width_of(offsets, shaped(mi, np.asarray(significant, bool)), length, definition)
     rng = np.random.default_rng(seed)

@@ -94,6 +94,7 @@ class Recommendation:
     margin: float
     theta_star: float
     rope_theta: float
+    rope_theta_interval: list[float]  # bases at the ends of W's interval
     grid_comparison: dict
     extension: dict | None
     rope_scaling: dict | None
@@ -154,6 +155,13 @@ def recommend(
         f"base {base:.4g} puts the slowest band at theta*/{margin:g} "
         f"(wavelength {grid['recommended']['slowest_wavelength']:.0f} tokens)",
     ]
+    lo_base = base_for(c / max(width.ci_low, 1e-9), head_dim, margin)
+    hi_base = base_for(c / max(width.ci_high, 1e-9), head_dim, margin)
+    if np.isfinite(width.ci_high) and width.ci_high > 4 * max(width.ci_low, 1e-9):
+        reasons.append(
+            f"W is poorly determined (interval {width.ci_low:.0f}-{width.ci_high:.0f} tokens), so the base "
+            f"could lie anywhere from {lo_base:.3g} to {hi_base:.3g}: profile more tokens before relying on it"
+        )
     if not grid["standard_10000"]["theta_star_inside_grid"]:
         reasons.append("theta* lies outside the b = 10,000 grid")
     else:
@@ -177,7 +185,7 @@ def recommend(
     hf["rope_parameters"] = {"rope_theta": base, **(scaling or {"rope_type": "default"})}
     return Recommendation(
         granularity, head_dim, train_length, target_length, width.to_dict(), c, margin,
-        theta_star, base, grid, extension, scaling, hf, reasons,
+        theta_star, base, [lo_base, hi_base], grid, extension, scaling, hf, reasons,
     )
 
 

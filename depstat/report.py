@@ -28,7 +28,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from depstat import __version__
-from depstat.dependency import kernel
+from depstat.dependency import kernel, shrink
 from depstat.errors import DepstatError
 from depstat.profile import Profile
 from depstat.recommend import frequencies
@@ -413,7 +413,7 @@ def _fig_kernel(profile: Profile) -> Figure:
     rec = profile.analysis["recommendation"]
     w, length = rec["W"], rec["train_length"]
     t = _rows(profile, rec["granularity"])
-    r, k = kernel(t["offset"].to_numpy(), t["mi_bits"].to_numpy(), length)
+    r, k = kernel(t["offset"].to_numpy(), shrink(t["mi_bits"].to_numpy(), t["se"].to_numpy()), length)
     fig = _figure((9.5, 6.2))
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
     top.plot(r, k, color="C0", lw=1.3, label=f"K(r), {rec['granularity']}")
@@ -427,7 +427,7 @@ def _fig_kernel(profile: Profile) -> Figure:
             ax.axvspan(w["ci_low"], w["ci_high"], color="C3", alpha=0.12, lw=0, label="W interval")
         ax.axvline(w["W"], color="C3", lw=1.5, label=f"W = {w['W']:.0f} tokens ({w['definition']})")
         ax.grid(True, which="major", alpha=0.3)
-    top.set(xscale="log", ylabel="K(r) (share of MI per offset)",
+    top.set(xscale="log", ylabel="K(r): share of max(I − se, 0)",
             title=f"dependency kernel over L_train = {length} tokens")
     bottom.set(xlabel="offset r (tokens)", ylabel="cumulative mass")
     top.legend(loc="upper right", fontsize=8)
