@@ -46,6 +46,8 @@ PARTNERS = ("real", "rotate", "iid")
 CROSS_CHECK_TOL = 1e-12
 SLOW_CHAIN = "topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)"
 
+PerEstimator = dict[str, np.ndarray]
+
 
 @dataclass
 class Sample:
@@ -53,11 +55,11 @@ class Sample:
 
     n_tokens: int
     seed: int
-    mi: dict[str, np.ndarray]
-    se: dict[str, np.ndarray]
+    mi: PerEstimator
+    se: PerEstimator
 
 
-def estimate_all(stream: TokenStream, offsets: np.ndarray) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def estimate_all(stream: TokenStream, offsets: np.ndarray) -> tuple[PerEstimator, PerEstimator]:
     """Every estimator's point estimate and jackknife SE at each offset, from shared sums."""
     counter = PairCounter(stream)
     mi = {name: np.empty(len(offsets)) for name in est.ESTIMATORS}
@@ -137,21 +139,25 @@ def summary_tables(by_size: dict[int, list[Sample]], true: np.ndarray) -> list[s
     ]
 
 
-def offset_table(offsets: np.ndarray, true: np.ndarray, samples: list[Sample], mark_noise: bool) -> str:
+def exact_label(value: float) -> str:
+    """Exact MI with 4 decimals, or in e-notation when it rounds to zero (rounding residue)."""
+    return f"{value:.4f}" if abs(value) >= 5e-5 else f"{value:.0e}"
+
+
+def offset_table(offsets: np.ndarray, true: np.ndarray, samples: list[Sample]) -> str:
     """Exact MI and each estimator's worst-seed signed error per offset.
 
-    '!' flags an error that breaks the accuracy bar; with ``mark_noise``, '~' flags an
-    error within NOISE_SE jackknife SEs of the same seed.
+    '!' flags an error that breaks the accuracy bar, '~' one within NOISE_SE jackknife
+    SEs of the same seed.
     """
     rows = []
     columns = {name: worst_error(samples, name, true) for name in est.ESTIMATORS}
     for i, r in enumerate(offsets):
-        row = [str(int(r)), f"{true[i]:.4f}"]
+        row = [str(int(r)), exact_label(true[i])]
         for name in est.ESTIMATORS:
             err, se = columns[name][0][i], columns[name][1][i]
             flag = "!" if bar_ratio(err, true[i]) > 1 else " "
-            if mark_noise:
-                flag += "~" if abs(err) <= NOISE_SE * se else " "
+            flag += "~" if abs(err) <= NOISE_SE * se else " "
             row.append(signed(err) + flag)
         rows.append(row)
     return format_table(["offset", "exact"] + list(est.ESTIMATORS), rows)
@@ -183,6 +189,22 @@ def noise_summary(samples: list[Sample], true: np.ndarray) -> str:
          "median |error|/SE"],
         rows,
     )
+
+
+def chain_report(title: str, offsets: np.ndarray, true: np.ndarray, samples: list[Sample]) -> list[str]:
+    """Noise summary, per-offset errors and their jackknife SEs for one chain and size."""
+    return [
+        f"{title}, worst seed of {len(samples)}: offsets over the bar, and how many are within "
+        f"{NOISE_SE:g} jackknife SE",
+        noise_summary(samples, true),
+        "",
+        f"{title}, per offset: signed error of the worst seed ('!' breaks the bar; '~' within "
+        f"{NOISE_SE:g} jackknife SE of that seed)",
+        offset_table(offsets, true, samples),
+        "",
+        f"{title}: jackknife SE (bits) of the same seed",
+        se_table(offsets, true, samples),
+    ]
 
 
 def parse_args() -> argparse.Namespace:
@@ -224,20 +246,11 @@ def main() -> None:
     print(f"== reference_chain() (V=512): exact I(1) = {true[0]:.4f} bits")
     print("\n".join(summary_tables(by_size, true)))
     print()
-    print(f"per offset at N={size_label(largest)}: signed error of the worst seed ('!' breaks the bar)")
-    print(offset_table(offsets, true, by_size[largest], mark_noise=False))
+    title = f"reference_chain() at N={size_label(largest)}"
+    print("\n".join(chain_report(title, offsets, true, by_size[largest])))
     print()
-    print(f"== {SLOW_CHAIN} at N={size_label(largest)}: exact I(1) = {slow_true[0]:.4f} bits")
-    print(noise_summary(slow_samples, slow_true))
-    print()
-    print(
-        "per offset: signed error of the worst seed ('!' breaks the bar; '~' within 2 jackknife "
-        "SE of that seed)"
-    )
-    print(offset_table(offsets, slow_true, slow_samples, mark_noise=True))
-    print()
-    print("jackknife SE (bits) of the same seed")
-    print(se_table(offsets, slow_true, slow_samples))
+    print(f"== {SLOW_CHAIN}: exact I(1) = {slow_true[0]:.4f} bits")
+    print("\n".join(chain_report(f"N={size_label(largest)}", offsets, slow_true, slow_samples)))
     print()
     print(f"total time {time.perf_counter() - start:.0f} s")
 

@@ -120,7 +120,6 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer block sizes and smaller corpora")
     args = parser.parse_args()
-    print(f"command: python benchmarks/bench_analysis.py{' --quick' if args.quick else ''}; depstat {depstat.__version__}")
     width_law([4, 16, 64] if args.quick else [4, 8, 16, 32, 64])
     verdicts(args.quick)
 

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Run both benchmarks and write their output to benchmarks/output/{speed,accuracy}.txt.
-# Usage: benchmarks/run.sh [--quick]    (PYTHON=/path/to/python to choose the interpreter)
+# Run the benchmarks and write their output to $OUT/{speed,accuracy,analysis}.txt.
+# Usage: benchmarks/run.sh [--quick]
+# Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python}"
-OUT=benchmarks/output
+OUT="${OUT:-benchmarks/output}"
 mkdir -p "$OUT"
 
 speed_args=()
 accuracy_args=()
+analysis_args=()
 if [[ "${1:-}" == "--quick" ]]; then
     speed_args=(--tokens 250000 --repeats 2)
     accuracy_args=(--quick)
+    analysis_args=(--quick)
 elif [[ $# -gt 0 ]]; then
     echo "usage: $0 [--quick]" >&2
     exit 2
@@ -35,4 +38,5 @@ run() {
 
 run speed "$PYTHON" benchmarks/bench_speed.py "${speed_args[@]}"
 run accuracy "$PYTHON" benchmarks/bench_accuracy.py "${accuracy_args[@]}"
-echo "wrote $OUT/speed.txt and $OUT/accuracy.txt" >&2
+run analysis "$PYTHON" benchmarks/bench_analysis.py "${analysis_args[@]}"
+echo "wrote $OUT/speed.txt, $OUT/accuracy.txt and $OUT/analysis.txt" >&2

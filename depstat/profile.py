@@ -150,7 +150,10 @@ def mi_profile(
     seed: int = 0,
     interval: bool = True,
 ) -> tuple[pl.DataFrame, list[int]]:
-    """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs."""
+    """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs.
+
+    Records the jackknife unit (and a warning for single-document streams) in ``stream.info``.
+    """
     _check_estimator(estimator)
     if not 0 < confidence < 1:
         raise DepstatError(f"confidence must be between 0 and 1, got {confidence}")
@@ -170,8 +173,9 @@ def mi_profile(
             if n_pairs < MIN_PAIRS:
                 skipped.append(r)
                 continue
-            real = counter.sums(r, "real", jackknife=interval)
-            nulls = {m: counter.sums(r, m, jackknife=interval) for m in est.nulls_needed(estimator)}
+            deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
+            real = counter.sums(r, "real", jackknife=deltas)
+            nulls = {m: counter.sums(r, m, jackknife=deltas) for m in est.nulls_needed(estimator)}
             point = est.estimate(estimator, real, nulls)
             if interval:
                 se, lo, hi = est.jackknife_interval(point, est.replicates(estimator, real, nulls), confidence)

@@ -50,7 +50,7 @@ class MarkovChain:
             done = int(offsets[i])
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = np.where(power > 0, power / self.pi[None, :], 1.0)
-                out[i] = float(np.sum(self.pi[:, None] * power * np.log2(ratio)))
+                out[i] = max(0.0, float(np.sum(self.pi[:, None] * power * np.log2(ratio))))
         return out
 
     def sample(self, n_docs: int, doc_len: int, seed: int = 0) -> TokenStream:
@@ -108,8 +108,8 @@ def reference_chain() -> MarkovChain:
     """The chain behind depstat's accuracy bar: V = 512, 16 sticky topics, I(1) ~ 4.4 bits.
 
     Topics persist for ~10 tokens, so pairs are autocorrelated (the case where an i.i.d.
-    null leaves bias) while 2M tokens still pin every offset's MI well inside the bar:
-    the jackknife standard error stays below half the tolerance (benchmarks/RESULTS.md).
+    null leaves bias) while 2M tokens still pin every offset's MI inside the bar: the
+    jackknife standard error stays below about 0.6 of the tolerance (benchmarks/RESULTS.md).
     Slower chains (``topic_chain(switch=0.01)``) have sampling noise above the bar itself.
     """
     return topic_chain(vocab=512, topics=16, switch=0.1, concentration=0.3, seed=6)

@@ -65,6 +65,12 @@ def test_jackknife_replicates_equal_estimates_without_each_block(small_stream: T
         assert want_real.deleted(g).n_pairs == real.deleted(g).n_pairs
 
 
+def test_jackknife_estimator_does_not_depend_on_the_interval_switch(small_stream: TokenStream) -> None:
+    with_ci, _ = mi_profile(small_stream, [1, 5], estimator="jackknife")
+    without, _ = mi_profile(small_stream, [1, 5], estimator="jackknife", interval=False)
+    np.testing.assert_allclose(without["mi_bits"].to_numpy(), with_ci["mi_bits"].to_numpy(), rtol=1e-12)
+
+
 def test_jackknife_interval_uses_student_t() -> None:
     reps = np.array([1.0, 1.2, 0.8, 1.1, 0.9])
     se, lo, hi = est.jackknife_interval(1.0, reps, 0.95)
