@@ -229,9 +229,9 @@ def render_recommendation(rec: dict) -> str:
     lines = [f"recommended rope_theta: {rec['rope_theta']:.4g} (head_dim {rec['head_dim']}, L_train {rec['train_length']}, "
              f"W read at {rec['granularity']})"]
     lines += [f"  - {r}" for r in rec["reasons"]]
-    lines.append("  base             slowest wavelength  bands slower than theta*")
+    lines.append(f"  {'grid':<20} {'base':>10} {'slowest λ':>12}   bands slower than theta*")
     for name, g in rec["grid_comparison"].items():
-        lines.append(f"  {name:<16} {g['base']:>10.4g} {g['slowest_wavelength']:>12.0f}   {g['bands_slower_than_theta_star']:>4}")
+        lines.append(f"  {name:<20} {g['base']:>10.4g} {g['slowest_wavelength']:>12.0f}   {g['bands_slower_than_theta_star']:>4}")
     lines.append("Hugging Face config:")
     lines.append(json.dumps(rec["hf_config"], indent=2))
     return "\n".join(lines)
