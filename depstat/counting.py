@@ -57,7 +57,7 @@ class PairCounter:
         """Table sums and jackknife deltas of the pairs at offset r for a partner process."""
         mode = PARTNER_MODES[partner]
         seed = self.partner_seed(r)
-        table = kernels.NG_TABLE
+        table = kernels.SUM_TABLES
         s = self.stream
         joint, first, joint_jk, first_jk, block_pairs = kernels.joint_sums(
             s.tokens, self.order, self.starts, self.rem, self.block, self.n_blocks,

@@ -46,6 +46,8 @@ def _grassberger_table(size: int) -> np.ndarray:
 
 
 NG_TABLE = _grassberger_table(TABLE_SIZE)
+# Row 0: n ln n, row 1: n G(n); looking them up avoids a log per table cell.
+SUM_TABLES = np.stack([np.arange(TABLE_SIZE) * np.log(np.maximum(np.arange(TABLE_SIZE), 1)), NG_TABLE])
 
 
 @nb.njit(cache=True, inline="always")
@@ -112,9 +114,13 @@ def _partner(p: int, r: int, mode: int, shift: int, n: int, seed: int) -> int:
 
 
 @nb.njit(cache=True, inline="always")
-def _add_sums(out: np.ndarray, n: int, table: np.ndarray, sign: float) -> None:
-    out[0] += sign * n_log_n(n)
-    out[1] += sign * n_g_n(n, table)
+def _add_sums(out: np.ndarray, n: int, tables: np.ndarray, sign: float) -> None:
+    if n < tables.shape[1]:
+        out[0] += sign * tables[0, n]
+        out[1] += sign * tables[1, n]
+    else:
+        out[0] += sign * n_log_n(n)
+        out[1] += sign * n_g_n(n, tables[1])
     out[2] += sign * (1.0 if n > 0 else 0.0)
 
 
@@ -130,7 +136,7 @@ def joint_sums(
     mode: int,
     shift: int,
     seed: int,
-    table: np.ndarray,
+    tables: np.ndarray,
     jackknife: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sums of the joint table and of the first-token marginal at offset ``r``.
@@ -173,8 +179,8 @@ def joint_sums(
             if n_x == 0:
                 continue
             for i in range(n_touched):
-                _add_sums(joint_c[c], cnt[touched[i]], table, 1.0)
-            _add_sums(first_c[c], n_x, table, 1.0)
+                _add_sums(joint_c[c], cnt[touched[i]], tables, 1.0)
+            _add_sums(first_c[c], n_x, tables, 1.0)
             # Jackknife: positions ascend and blocks are contiguous position ranges, so
             # each block's pairs form one run inside this group.
             k = starts[v]
@@ -196,12 +202,12 @@ def joint_sums(
                     n_g += 1
                 for i in range(n_t):
                     y = touched_blk[i]
-                    _add_sums(joint_jk_c[c, g], cnt[y] - cnt_blk[y], table, 1.0)
-                    _add_sums(joint_jk_c[c, g], cnt[y], table, -1.0)
+                    _add_sums(joint_jk_c[c, g], cnt[y] - cnt_blk[y], tables, 1.0)
+                    _add_sums(joint_jk_c[c, g], cnt[y], tables, -1.0)
                     cnt_blk[y] = 0
                 if n_g > 0:
-                    _add_sums(first_jk_c[c, g], n_x - n_g, table, 1.0)
-                    _add_sums(first_jk_c[c, g], n_x, table, -1.0)
+                    _add_sums(first_jk_c[c, g], n_x - n_g, tables, 1.0)
+                    _add_sums(first_jk_c[c, g], n_x, tables, -1.0)
                     pairs_c[c, g] += n_g
             for i in range(n_touched):
                 cnt[touched[i]] = 0
@@ -229,7 +235,7 @@ def second_sums(
     mode: int,
     shift: int,
     seed: int,
-    table: np.ndarray,
+    tables: np.ndarray,
     jackknife: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sums of the second-token marginal at offset ``r`` and their jackknife deltas.
@@ -250,12 +256,12 @@ def second_sums(
         total += per_block[g]
     sums = np.zeros(N_SUMS)
     for y in range(vocab):
-        _add_sums(sums, total[y], table, 1.0)
+        _add_sums(sums, total[y], tables, 1.0)
     deltas = np.zeros((n_blocks, N_SUMS))
     for g in nb.prange(n_blocks if jackknife else 0):
         row = per_block[g]
         for y in range(vocab):
             if row[y] > 0:
-                _add_sums(deltas[g], total[y] - row[y], table, 1.0)
-                _add_sums(deltas[g], total[y], table, -1.0)
+                _add_sums(deltas[g], total[y] - row[y], tables, 1.0)
+                _add_sums(deltas[g], total[y], tables, -1.0)
     return sums, deltas
