@@ -201,3 +201,19 @@ def test_skip_bad_counts_what_it_skipped(tmp_path: Path) -> None:
 def test_bad_parameters_are_rejected_at_the_edge(small_corpus: Path, kwargs: dict, message: str) -> None:
     with pytest.raises(depstat.DepstatError, match=message):
         depstat.profile(str(small_corpus), **kwargs)
+
+
+def test_a_users_tokenizer_json_becomes_a_granularity(small_corpus: Path, tmp_path: Path) -> None:
+    from depstat.granularity import train_bpe
+
+    texts = [json.loads(line)["text"] for line in small_corpus.read_text().splitlines()]
+    model_dir = tmp_path / "my-model"
+    model_dir.mkdir()
+    train_bpe(texts, 600).save(str(model_dir / "tokenizer.json"))
+    p = depstat.profile(str(small_corpus), granularities=[], tokenizers=[str(model_dir / "tokenizer.json")], max_offset=64)
+    facts = p.granularities["my-model"]
+    assert facts["tokenizer"].endswith("tokenizer.json") and facts["vocab_size"] <= 600
+    assert set(p.table["granularity"]) == {"my-model"}
+    with pytest.raises(depstat.DepstatError, match="not a valid tokenizer.json"):
+        (tmp_path / "bad.json").write_text("{}")
+        depstat.profile(str(small_corpus), granularities=[], tokenizers=[str(tmp_path / "bad.json")], max_offset=8)
