@@ -54,6 +54,10 @@ def per_granularity(profile: Profile, settings: Settings) -> dict[str, dict]:
             width = kernel_width(o, m, se, sig, settings.train_length, settings.width, profile.confidence)
         except DepstatError as err:  # e.g. a coarse granularity whose documents are too short
             width, note = None, str(err)
+            skipped = [r for r in profile.skipped_offsets.get(name, []) if r < settings.train_length]
+            if skipped:
+                note = (f"documents are too short at this granularity: offsets from {min(skipped)} on had "
+                        f"fewer than 64 pairs, so the kernel cannot reach L = {settings.train_length}")
         fits = fit_decay(o[sig], m[sig], se[sig], profile.confidence)
         mid, slope = local_slopes(o[sig], m[sig])
         bpt = facts.get("bytes_per_token")

@@ -29,7 +29,7 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
-def _corpus_options() -> argparse.ArgumentParser:
+def corpus_options() -> argparse.ArgumentParser:
     """Options shared by every command that may profile a corpus."""
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("input")
@@ -61,7 +61,7 @@ def _corpus_options() -> argparse.ArgumentParser:
     return p
 
 
-def _analysis_options() -> argparse.ArgumentParser:
+def analysis_options() -> argparse.ArgumentParser:
     """Options describing the model the advice is for."""
     p = argparse.ArgumentParser(add_help=False)
     a = p.add_argument_group("model and advice")
@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"depstat {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    corpus, analysis = _corpus_options(), _analysis_options()
+    corpus, analysis = corpus_options(), analysis_options()
     source_help = "a directory written by depstat profile --out, or a corpus to profile first"
 
     p = sub.add_parser(
@@ -121,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--doc-len", type=int, default=4096, help="tokens or characters per document (default: 4096)")
     syn.add_argument("--block", type=int, default=16, help="block length B for blocks (default: 16)")
     syn.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+
+    from depstat import card
+
+    crd = sub.add_parser("card", parents=[corpus, analysis], help="Markdown data card of a corpus or saved profile")
+    card.add_arguments(crd)
 
     rep = sub.add_parser("report", parents=[analysis], help="HTML and Markdown report of a saved profile")
     rep.add_argument("source", help="a directory written by depstat profile --out")
@@ -266,8 +271,9 @@ def load_or_profile(args: argparse.Namespace) -> Profile:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``depstat`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return COMMANDS[args.command](args)
     except DepstatError as err:
@@ -363,7 +369,16 @@ def cmd_synth(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"synth": cmd_synth, "profile": cmd_profile, "selfsim": cmd_selfsim, "recommend": cmd_recommend, "report": cmd_report}
+def cmd_card(args: argparse.Namespace) -> int:
+    """depstat card: a Markdown data card with its figure."""
+    from depstat import card
+
+    path = card.run(args, card.command_line("depstat", args.argv))
+    print(f"wrote {path} and {path.with_suffix('.png')}")
+    return 0
+
+
+COMMANDS = {"card": cmd_card, "synth": cmd_synth, "profile": cmd_profile, "selfsim": cmd_selfsim, "recommend": cmd_recommend, "report": cmd_report}
 
 
 if __name__ == "__main__":

@@ -14,9 +14,12 @@ cells (Miller-Madow). Alongside, for each jackknife block ``g`` they return how 
 sum changes when the pairs whose first position lies in ``g`` are deleted, so a
 delete-one-block jackknife costs one more sweep instead of G re-counts.
 
-Partners: ``MODE_REAL`` is ``tok[p + r]``; ``MODE_ROTATE`` is ``tok[(p + r + shift) % N]``,
-a partner from far away in the corpus that keeps the partner stream's own
-autocorrelation (the null used for bias correction); ``MODE_IID`` draws the partner
+Partners: ``MODE_REAL`` is ``tok[p + r]``; ``MODE_ROTATE`` is
+``tok[(p + r + shift + jitter) % N]``, a partner from far away in the corpus that keeps the
+partner stream's own autocorrelation (the null used for bias correction). The jitter, a
+random 0..4095 redrawn every 4096 positions, keeps documents of equal length and a fixed
+layout from lining up with their partners at the same position (which would give the null
+real information and over-correct); ``MODE_IID`` draws the partner
 position by a hash of ``(p, seed)``, an i.i.d. null kept for comparison.
 """
 
@@ -33,6 +36,8 @@ MODE_IID = 2
 N_SUMS = 3  # sum n ln n, sum n G(n), occupied cells
 TABLE_SIZE = 1 << 16
 N_CHUNKS = 64  # fixed work split: results do not depend on the thread count
+ROTATE_RUN_BITS = 12  # the rotation null jumps by a random 0..4095 every 4096 positions
+ROTATE_SEED = 0x5EED
 
 
 def _grassberger_table(size: int) -> np.ndarray:
@@ -101,16 +106,23 @@ def chunk_bounds(starts: np.ndarray, n_chunks: int) -> np.ndarray:
 
 
 @nb.njit(cache=True, inline="always")
+def _mix(key: int, seed: int) -> np.uint64:
+    """A 64-bit hash of (key, seed) (splitmix-style finaliser)."""
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
+    h ^= h >> np.uint64(31)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(29)
+    return h
+
+
+@nb.njit(cache=True, inline="always")
 def _partner(p: int, r: int, mode: int, shift: int, n: int, seed: int) -> int:
     if mode == MODE_REAL:
         return p + r
     if mode == MODE_ROTATE:
-        return (p + r + shift) % n
-    h = np.uint64(p) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
-    h ^= h >> np.uint64(31)
-    h *= np.uint64(0xBF58476D1CE4E5B9)
-    h ^= h >> np.uint64(29)
-    return np.int64(h % np.uint64(n))
+        jitter = np.int64(_mix(p >> ROTATE_RUN_BITS, ROTATE_SEED) % np.uint64(1 << ROTATE_RUN_BITS))
+        return (p + r + shift + jitter) % n
+    return np.int64(_mix(p, seed) % np.uint64(n))
 
 
 @nb.njit(cache=True, inline="always")

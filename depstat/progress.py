@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 
 def enabled() -> bool:

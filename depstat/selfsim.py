@@ -18,11 +18,13 @@ Verdict. A scale-free (power-law) profile is straight on log-log axes; a process
 characteristic length bends down (its local slope steepens) once offsets pass that
 length. For each granularity with at least ``min_points`` significant offsets, log I is
 fitted by weighted least squares as a quadratic in log r; a curvature whose 95 % interval
-lies below zero is a *cutoff*. ``not self-similar`` when at least half of the granularities
+lies below zero is a *cutoff*, and so is a profile that rises significantly (by more
+than ``rise_sigma`` standard errors) at ``min_rises`` or more places, the mark of a layout
+repeating at fixed distances. ``not self-similar`` when at least half of the granularities
 show a cutoff; ``self-similar`` when at most ``max_cutoff_share`` of them do (and at least
 two were tested); otherwise, or with fewer than two testable granularities,
 ``inconclusive`` with the reason. The collapse scores and dilation factors are reported
-beside the verdict as diagnostics. Measurements behind the rule: docs/selfsim.md.
+beside the verdict as diagnostics. Measurements behind the rule: docs/analysis.md.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from depstat.dependency import curvature, fit_decay, preferred_model
 THRESHOLDS = {
     "min_points": 5,  # significant offsets needed to test a profile or compare two
     "min_docs": 20,  # documents that must contribute to an offset for it to be used
+    "rise_sigma": 3.0,  # an increase of I between neighbouring offsets beyond this many SE is significant
+    "min_rises": 2,  # this many significant rises mark structure at fixed distances
     "max_cutoff_share": 1 / 3,  # self-similar only if at most this share of granularities bends down
 }
 N_DRAWS = 200
@@ -139,7 +143,7 @@ def pair_collapse(name_g: str, g: tuple, name_h: str, h: tuple, rho: float, seed
 
 def self_similarity(table: pl.DataFrame, bytes_per_token: dict[str, float | None], seed: int = 0) -> SelfSimilarity:
     """Verdict on a profile table with several granularities and their bytes per token."""
-    names = list(table["granularity"].unique(maintain_order=True))
+    names, duplicates = _distinct(table)
     curves = {n: _curve(table.filter(pl.col("granularity") == n)) for n in names}
     exponents, preferred, curvatures = {}, {}, {}
     for n, (o, y, s) in curves.items():
@@ -151,7 +155,11 @@ def self_similarity(table: pl.DataFrame, bytes_per_token: dict[str, float | None
                             "aic_exponential": fits["exponential"].aic}
         if o.size >= THRESHOLDS["min_points"]:
             c, lo, hi = curvature(o, y, s)
-            curvatures[n] = {"curvature": c, "ci": [lo, hi], "cutoff": bool(hi < 0), "n_points": int(o.size)}
+            rises = significant_rises(table.filter(pl.col("granularity") == n))
+            curvatures[n] = {
+                "curvature": c, "ci": [lo, hi], "n_points": int(o.size), "significant_rises": rises,
+                "cutoff": bool(hi < 0 or rises >= THRESHOLDS["min_rises"]),
+            }
     text = [n for n in names if bytes_per_token.get(n)]
     order = sorted(text, key=lambda n: bytes_per_token[n])
     pairs = []
@@ -162,14 +170,50 @@ def self_similarity(table: pl.DataFrame, bytes_per_token: dict[str, float | None
                 pairs.append(pair_collapse(g, curves[g], h, curves[h], rho, seed))
     pairs = [p for p in pairs if np.isfinite(p.score)]
     verdict, reasons = _verdict(curvatures)
+    for dup, same in duplicates.items():
+        reasons.append(f"{dup} gives the same profile as {same} (the same tokenization) and is counted once")
     return SelfSimilarity(verdict, reasons, exponents, preferred, curvatures, pairs)
+
+
+def significant_rises(rows: pl.DataFrame) -> int:
+    """How often I(r) rises significantly from one offset to the next (well-populated offsets).
+
+    Text decays (within noise) as r grows; templated or periodic data rise again at the
+    distances their layout repeats, which is a characteristic length too.
+    """
+    rows = rows.sort("offset")
+    enough = min(THRESHOLDS["min_docs"], rows["n_docs"].max() / 2)
+    rows = rows.filter(pl.col("n_docs") >= enough)
+    mi, se = rows["mi_bits"].to_numpy(), np.nan_to_num(rows["se"].to_numpy())
+    jump = np.diff(mi) - THRESHOLDS["rise_sigma"] * np.hypot(se[1:], se[:-1])
+    return int((jump > 0).sum())
+
+
+def _distinct(table: pl.DataFrame) -> tuple[list[str], dict[str, str]]:
+    """Granularities with distinct profiles, and each duplicate mapped to the one it repeats.
+
+    A BPE trainer that runs out of merges gives two vocabulary sizes the same tokenization;
+    counting both would give that tokenization two votes.
+    """
+    kept: list[str] = []
+    duplicates: dict[str, str] = {}
+    for name in table["granularity"].unique(maintain_order=True):
+        rows = table.filter(pl.col("granularity") == name).sort("offset").select("offset", "mi_bits", "n_pairs")
+        same = next((k for k in kept if rows.equals(
+            table.filter(pl.col("granularity") == k).sort("offset").select("offset", "mi_bits", "n_pairs"))), None)
+        if same is None:
+            kept.append(name)
+        else:
+            duplicates[name] = same
+    return kept, duplicates
 
 
 def _verdict(curvatures: dict[str, dict]) -> tuple[str, list[str]]:
     tested = len(curvatures)
     cut = [n for n, c in curvatures.items() if c["cutoff"]]
     reasons = [
-        f"{len(cut)} of {tested} granularities bend down on log-log axes (a characteristic length)"
+        f"{len(cut)} of {tested} granularities bend down on log-log axes or rise again at larger offsets "
+        "(a characteristic length)"
         + (f": {', '.join(cut)}" if cut else "")
     ]
     if tested < 2:
@@ -180,7 +224,8 @@ def _verdict(curvatures: dict[str, dict]) -> tuple[str, list[str]]:
     if len(cut) >= tested / 2:
         return "not self-similar", reasons
     if len(cut) <= THRESHOLDS["max_cutoff_share"] * tested:
-        reasons.append("the profiles stay straight or bend up on log-log axes: no characteristic length within the profiled range")
+        rest = "the other granularities" if cut else "the profiles"
+        reasons.append(f"{rest} stay straight or bend up on log-log axes: no characteristic length within the profiled range")
         return "self-similar", reasons
     reasons.append("a minority shows a cutoff: the data are mixed")
     return "inconclusive", reasons

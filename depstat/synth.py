@@ -247,9 +247,12 @@ def arithmetic_problems(
     operations, k uniform in ``n_ops`` (inclusive), each "Let X = Y op Z." where Y is the
     variable defined just before, Z is an earlier variable or a constant 0..22 (even
     odds) and op is +, - or *; then "What is X? Answer: N." for the last variable, N its
-    exact value mod 23. Variable names are distinct random lowercase letters within a
-    problem. Problems are appended, one per line, until a document has at least
-    ``doc_chars`` characters.
+    exact value mod 23. Variable names are distinct random lowercase words of one to three
+    letters within a problem, so sentences vary in length at every granularity (with
+    single letters a BPE vocabulary gives every clause the same number of tokens and the
+    token stream becomes strictly periodic, which is not what arithmetic text looks like).
+    Problems are appended, one per line, until a document has at least ``doc_chars``
+    characters.
     """
     lo, hi = n_ops
     if not 1 <= lo <= hi <= len(string.ascii_lowercase) - 1:
@@ -279,7 +282,11 @@ def _arithmetic_document(rng: np.random.Generator, lo: int, hi: int, doc_chars: 
 
 def _arithmetic_problem(rng: np.random.Generator, k: int) -> str:
     """One problem with k operations, its answer computed exactly mod 23."""
-    names = [string.ascii_lowercase[i] for i in rng.permutation(len(string.ascii_lowercase))[:k + 1]]
+    names: list[str] = []
+    while len(names) < k + 1:
+        name = "".join(string.ascii_lowercase[i] for i in rng.integers(26, size=int(rng.integers(1, 4))))
+        if name not in names:
+            names.append(name)
     value = {names[0]: int(rng.integers(MODULUS))}
     parts = [f"Let {names[0]} = {value[names[0]]}."]
     for i in range(1, k + 1):

@@ -32,21 +32,32 @@ def pair_positions(doc_lengths: np.ndarray, r: int) -> np.ndarray:
     return np.concatenate(out).astype(np.int64) if out else np.zeros(0, np.int64)
 
 
-def iid_partner(p: np.ndarray, seed: int, n: int) -> np.ndarray:
-    """The i.i.d. null's partner position: a 64-bit mix of (p, seed), modulo n."""
+def mix(key: np.ndarray, seed: int) -> np.ndarray:
+    """The kernels' 64-bit hash of (key, seed), with NumPy's wrapping uint64 arithmetic."""
     with np.errstate(over="ignore"):
-        h = p.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
+        h = key.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
         h ^= h >> np.uint64(31)
         h *= np.uint64(0xBF58476D1CE4E5B9)
         h ^= h >> np.uint64(29)
-    return (h % np.uint64(n)).astype(np.int64)
+    return h
+
+
+def iid_partner(p: np.ndarray, seed: int, n: int) -> np.ndarray:
+    """The i.i.d. null's partner position: a hash of (p, seed), modulo n."""
+    return (mix(p, seed) % np.uint64(n)).astype(np.int64)
+
+
+def rotate_partner(p: np.ndarray, r: int, shift: int, n: int) -> np.ndarray:
+    """The rotation null's partner: half the corpus away plus a jitter redrawn every 4096 positions."""
+    jitter = (mix(p >> 12, 0x5EED) % np.uint64(4096)).astype(np.int64)
+    return (p + r + shift + jitter) % n
 
 
 def partner_positions(p: np.ndarray, r: int, partner: str, shift: int, n: int, seed: int) -> np.ndarray:
     if partner == "real":
         return p + r
     if partner == "rotate":
-        return (p + r + shift) % n
+        return rotate_partner(p, r, shift, n)
     return iid_partner(p, seed, n)
 
 

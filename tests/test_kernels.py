@@ -113,3 +113,18 @@ def test_jackknife_blocks_cut_at_documents_when_there_are_enough(lengths: list[i
     assert starts[0] == 0 and starts[-1] == sum(lengths) and (np.diff(starts) > 0).all()
     if unit == "documents":
         assert set(starts) <= set(np.cumsum([0] + lengths))
+
+
+@pytest.mark.parametrize("partner", ["rotate", "iid"])
+def test_null_partners_match_naive_across_jitter_runs(partner: str) -> None:
+    """Streams longer than the 4096-position runs of the rotation jitter."""
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(100, 3000, 12)
+    stream = TokenStream("long", rng.integers(0, 40, int(lengths.sum())), lengths, 40)
+    counter = PairCounter(stream, n_blocks=4, seed=2)
+    for r in (1, 17, 900):
+        want = naive.naive_sums(
+            stream.tokens, stream.doc_lengths, 40, r, partner, counter.block_starts, counter.shift,
+            counter.partner_seed(r),
+        )
+        assert_sums_equal(counter.sums(r, partner), want)

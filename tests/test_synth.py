@@ -26,9 +26,9 @@ from depstat.synth import (
 
 SMALL = {"vocab": 64, "states": 8}  # 4096 joint cells: estimates settle with ~300k pairs
 
-LET_CONST = re.compile(r"Let ([a-z]) = (\d+)\.")
-LET_OP = re.compile(r"Let ([a-z]) = ([a-z]) ([-+*]) ([a-z]|\d+)\.")
-QUESTION = re.compile(r"What is ([a-z])\? Answer: (\d+)\.")
+LET_CONST = re.compile(r"Let ([a-z]+) = (\d+)\.")
+LET_OP = re.compile(r"Let ([a-z]+) = ([a-z]+) ([-+*]) ([a-z]+|\d+)\.")
+QUESTION = re.compile(r"What is ([a-z]+)\? Answer: (\d+)\.")
 
 
 def test_block_sequences_shape_dtype_vocab_and_name() -> None:

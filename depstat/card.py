@@ -1,0 +1,442 @@
+"""depstat.card: a Markdown data card of an analysed Profile, with the MI-profile figure.
+
+``write_card(profile, out_path, command)`` writes ``out_path`` (Markdown) and
+``<stem>.png`` beside it. The card says what the corpus is (source, size, documents, and
+a free-text description where one is given), how it was sampled and tokenized, shows the
+profile figure, W per granularity with intervals, the decay fits, the self-similarity
+verdict, the RoPE recommendation with its config snippet, and the depstat version and
+command that produced it.
+
+Every number in the card comes from one dict, ``card_data(profile)``, written into the
+card as a fenced ``json depstat-card`` block; ``card_numbers(text)`` reads it back, so a
+regenerated card can be compared with a committed one number by number. Floats there
+are rounded to 6 significant digits; values that are not finite or not available are
+``null``.
+
+Command line (the ``depstat card`` command runs the same code)::
+
+    python -m depstat.card CORPUS_OR_PROFILE_DIR --out CARD.md [--title T] [--description D]
+        [every corpus, granularity, estimation and advice option of depstat profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import re
+import shlex
+import sys
+from collections.abc import Sequence
+from numbers import Integral
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from depstat import __version__
+from depstat.errors import DepstatError
+from depstat.profile import MIN_PAIRS, Profile
+
+SCHEMA = "depstat-card/1"
+FENCE = "json depstat-card"
+DIGITS = 6  # significant digits of the floats in the machine-readable block
+EXTENSION_NAMES = {"pi": "position interpolation (PI)", "yarn": "YaRN"}
+_BLOCK = re.compile(r"^```" + re.escape(FENCE) + r"[ \t]*\n(.*?)\n```[ \t]*$", re.S | re.M)
+
+
+# ---------------------------------------------------------------- the numbers
+
+
+def card_data(profile: Profile) -> dict:
+    """The card's numbers: corpus size, per-granularity W and fits, verdict, recommendation."""
+    a = _analysis(profile)
+    rec, settings = a["recommendation"], a["settings"]
+    facts = profile.granularities
+    first = next(iter(facts.values()))
+    n_bytes = next((f["n_bytes"] for f in facts.values() if f.get("n_bytes")), None)
+    ext = rec.get("extension")
+    data = {
+        "schema": SCHEMA,
+        "corpus": profile.corpus.get("spec"),
+        "n_documents": first.get("n_docs"),
+        "n_bytes": n_bytes,
+        "settings": {
+            "head_dim": settings["head_dim"], "train_length": settings["train_length"],
+            "target_length": settings["target_length"], "width": settings["width"],
+            "c": settings["c"], "margin": settings["margin"], "model_granularity": settings["granularity"],
+        },
+        "granularities": {name: _granularity_numbers(profile, name) for name in _order(profile)},
+        "verdict": a["self_similarity"]["verdict"],
+        "rope_theta": rec["rope_theta"],
+        "rope_theta_interval": rec["rope_theta_interval"],
+        "theta_star": rec["theta_star"],
+        "extension": {"method": ext["method"], "factor": ext["factor"]} if ext else None,
+        "software": software(),
+    }
+    return _clean(data)
+
+
+def software() -> dict[str, str]:
+    """Versions that decide the numbers: depstat, Python (the stdlib card's content) and tokenizers."""
+    try:
+        import tokenizers
+
+        tok = tokenizers.__version__
+    except ImportError:  # pragma: no cover - a dependency
+        tok = "not installed"
+    return {"depstat": __version__, "python": platform.python_version(), "tokenizers": tok}
+
+
+def _granularity_numbers(profile: Profile, name: str) -> dict:
+    """Tokens, W with interval, decay fits and curvature of one granularity."""
+    a = profile.analysis
+    facts, g = profile.granularities[name], a["granularity_analysis"].get(name, {})
+    w = g.get("W")
+    fits = g.get("decay_fits", {})
+    power, expo = fits.get("power"), fits.get("exponential")
+    curv = a["self_similarity"]["curvature"].get(name)
+    return {
+        "vocab_size": facts.get("vocab_size"),
+        "n_tokens": facts.get("n_tokens"),
+        "n_docs": facts.get("n_docs"),
+        "bytes_per_token": facts.get("bytes_per_token"),
+        "W": w["W"] if w else None,
+        "W_interval": [w["ci_low"], w["ci_high"]] if w else None,
+        "W_bytes": g.get("W_bytes"),
+        "W_note": g.get("W_note"),
+        "decay_model": g.get("decay_model_preferred"),
+        "alpha": power["parameter"] if power else None,
+        "alpha_interval": [power["ci_low"], power["ci_high"]] if power else None,
+        "xi": expo["parameter"] if expo else None,
+        "xi_interval": [expo["ci_low"], expo["ci_high"]] if expo else None,
+        "curvature": curv["curvature"] if curv else None,
+        "curvature_interval": curv["ci"] if curv else None,
+        "cutoff": curv["cutoff"] if curv else None,
+    }
+
+
+def _clean(value: object) -> object:
+    """JSON-safe copy: floats rounded to DIGITS significant digits, non-finite ones to None."""
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, bool | str) or value is None:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, Integral):
+        return int(value)
+    x = float(value)
+    return float(f"{x:.{DIGITS}g}") if math.isfinite(x) else None
+
+
+def card_numbers(markdown_text: str) -> dict:
+    """The numbers of a card: the ``json depstat-card`` block parsed back into a dict."""
+    found = _BLOCK.findall(markdown_text)
+    if len(found) != 1:
+        raise DepstatError(f"expected one ```{FENCE} block in the card, found {len(found)}")
+    return json.loads(found[0])
+
+
+# ---------------------------------------------------------------- writing
+
+
+def write_card(
+    profile: Profile,
+    out_path: str | Path,
+    command: str,
+    title: str | None = None,
+    description: str | None = None,
+) -> Path:
+    """Write the Markdown card to ``out_path`` and its MI-profile figure to ``<stem>.png``."""
+    out = Path(out_path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure = out.with_suffix(".png")
+    numbers = card_data(profile)
+    _save_figure(profile, figure)
+    text = render_card(profile, numbers, command, title, description, figure.name)
+    out.write_text(text, encoding="utf-8")
+    return out
+
+
+def _save_figure(profile: Profile, path: Path) -> None:
+    """The report's MI-profile figure (one panel per granularity) as a PNG without metadata."""
+    from depstat.report import DPI, FIGURES
+
+    FIGURES["mi_profile"](profile).savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+
+
+def render_card(
+    profile: Profile, numbers: dict, command: str, title: str | None, description: str | None, figure: str,
+) -> str:
+    """The card's Markdown; every number in it is read from ``numbers``."""
+    parts = [f"# {title or 'Data card: ' + str(numbers['corpus'])}"]
+    if description:
+        parts.append(description.strip())
+    parts += [
+        "## Corpus", _corpus(profile, numbers),
+        "## Sampling and tokenization", _sampling(profile, numbers),
+        "## MI profile", _figure(figure),
+        "## Dependency width W and decay", _widths(numbers),
+        "## Self-similarity", _selfsim(profile, numbers),
+        "## Recommendation", _recommendation(profile, numbers),
+        "## Provenance", _provenance(numbers, command),
+        "## Numbers", _numbers_block(numbers),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _corpus(profile: Profile, n: dict) -> str:
+    """Source, format, files, documents and size."""
+    c = profile.corpus
+    rows = [
+        ["source", _code(n["corpus"])],
+        ["kind / format", f"{c.get('kind', '–')} / {', '.join(c.get('formats', [])) or '–'}"],
+        ["files", _fmt(c.get("file_count"))],
+        ["documents profiled", _fmt(n["n_documents"])],
+        ["size", f"{_fmt(n['n_bytes'])} bytes (UTF-8)" if n["n_bytes"] else "– (tokenized input)"],
+        ["skipped bad records / empty documents",
+         f"{_fmt(c.get('skipped_bad_records'))} / {_fmt(c.get('empty_documents'))}"],
+    ]
+    return _table(["field", "value"], rows)
+
+
+def _sampling(profile: Profile, n: dict) -> str:
+    """Sampling rule, tokenizers, the offsets and the estimator, then the granularity table."""
+    s, t = profile.sampling, profile.table
+    lines = [
+        f"- sampling: {s.get('rule', '–')} (budget unit: {s.get('token_unit', '–')})",
+        *([f"- tokenization: {s['tokenizer_training']}"] if s.get("tokenizer_training") else []),
+        f"- offsets: {t['offset'].n_unique()} from {t['offset'].min()} to {t['offset'].max()} tokens",
+        f"- MI estimator: {profile.estimator}; delete-one-block jackknife intervals, Student t, "
+        f"{profile.confidence:.0%} confidence",
+    ]
+    rows = [
+        [name, _fmt(g["vocab_size"]), _fmt(g["n_tokens"]), _fmt(g["n_docs"]),
+         f"{g['bytes_per_token']:.2f}" if g["bytes_per_token"] else "–",
+         str(profile.granularities[name].get("jackknife_unit", "–"))]
+        for name, g in n["granularities"].items()
+    ]
+    table = _table(["granularity", "vocabulary", "tokens", "documents", "bytes/token", "jackknife unit"], rows)
+    notes = _granularity_notes(profile)
+    return "\n".join(lines) + "\n\n" + table + ("\n\n" + "\n".join(f"- {x}" for x in notes) if notes else "")
+
+
+def _granularity_notes(profile: Profile) -> list[str]:
+    """BPE vocabularies smaller than asked, granularities identical to a finer one, skipped offsets."""
+    notes, seen = [], {}
+    for name in _order(profile):
+        facts = profile.granularities[name]
+        asked = facts.get("requested_vocab_size")
+        if asked and facts["vocab_size"] < asked:
+            notes.append(f"{name}: the BPE trainer ran out of merges at {facts['vocab_size']:,} of the "
+                         f"{asked:,} tokens asked for")
+        rows = profile.table.filter(pl.col("granularity") == name).sort("offset")
+        key = (tuple(rows["offset"].to_list()), tuple(rows["mi_bits"].to_list()))
+        if key in seen:
+            notes.append(f"{name} tokenizes this corpus exactly as {seen[key]} does: their profiles coincide")
+        seen.setdefault(key, name)
+        skipped = profile.skipped_offsets.get(name) or []
+        if skipped:
+            mean = facts["n_tokens"] / max(facts["n_docs"], 1)
+            notes.append(f"{name}: {len(skipped)} offsets from {min(skipped):,} on were not estimated (fewer "
+                         f"than {MIN_PAIRS} pairs; documents average {mean:,.0f} tokens)")
+    return notes
+
+
+def _figure(name: str) -> str:
+    """The profile figure with its caption."""
+    return (
+        f"![MI profile I(r) per granularity]({name})\n\n"
+        "*I(r) in bits on log-log axes, one panel per granularity (the others in grey). Filled points "
+        "are distinguishable from zero, hollow ones are not; bands are the confidence intervals; dashed "
+        "lines are the noise floors; triangles mark values at or below the axis floor.*"
+    )
+
+
+def _widths(n: dict) -> str:
+    """W per granularity with interval, decay fits and curvature."""
+    st = n["settings"]
+    rows, notes = [], []
+    for name, g in n["granularities"].items():
+        if g["W_note"]:
+            notes.append(f"- {name}: no W: {g['W_note']}")
+        curv = "–" if g["curvature"] is None else (
+            f"{g['curvature']:+.3f} [{_signed(g['curvature_interval'][0])}, {_signed(g['curvature_interval'][1])}]"
+            + (" cutoff" if g["cutoff"] else ""))
+        rows.append([
+            name + (" (model)" if name == st["model_granularity"] else ""),
+            _ival(g["W"], g["W_interval"]), _fmt(g["W_bytes"]), g["decay_model"] or "–",
+            _ival(g["alpha"], g["alpha_interval"]), _ival(g["xi"], g["xi_interval"]), curv,
+        ])
+    head = ["granularity", f"W, tokens ({st['width']}) [interval]", "W, bytes", "decay model (AIC)",
+            "power law α [CI]", "exponential ξ, tokens [CI]", "curvature [CI]"]
+    text = (
+        f"W is the {st['width']} width of the dependency kernel over 1 ≤ r < L_train = {st['train_length']} "
+        "tokens (interval: redraws of the profile within its standard errors). The decay fits are weighted "
+        "least squares on log I over the significant offsets (I ∝ r^−α or I ∝ exp(−r/ξ); the model with the "
+        "lower AIC is named). The curvature is the (log r)² coefficient of log I over the well-populated "
+        "significant offsets; a cutoff is a curvature whose interval lies below zero."
+    )
+    return text + "\n\n" + _table(head, rows) + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def _selfsim(profile: Profile, n: dict) -> str:
+    """The verdict and its reasons."""
+    reasons = profile.analysis["self_similarity"]["reasons"]
+    return f"Verdict: **{n['verdict']}**.\n\n" + "\n".join(f"- {r}" for r in reasons)
+
+
+def _recommendation(profile: Profile, n: dict) -> str:
+    """The base with its range, the extension, the reasons and the config snippet."""
+    rec, st = profile.analysis["recommendation"], n["settings"]
+    lo, hi = n["rope_theta_interval"]
+    lines = [
+        f"- rope_theta = **{_fmt(n['rope_theta'])}** (range {_fmt(lo)}–{_fmt(hi)} over W's interval) for head "
+        f"dimension {st['head_dim']} and L_train = {st['train_length']}; W read at {st['model_granularity']}, "
+        f"θ* = c/W = {n['theta_star']:.3g} rad/token (c = {st['c']:.4g}, margin {st['margin']:g})",
+    ]
+    if n["extension"]:
+        e = n["extension"]
+        lines.append(f"- extension to {st['target_length']} tokens: {EXTENSION_NAMES.get(e['method'], e['method'])}, "
+                     f"factor {e['factor']:g}")
+    lines += [f"- {r}" for r in rec["reasons"]]
+    snippet = json.dumps(_clean(rec["hf_config"]), indent=2)
+    return "\n".join(lines) + "\n\nHugging Face config:\n\n```json\n" + snippet + "\n```"
+
+
+def _provenance(n: dict, command: str) -> str:
+    """depstat, Python and tokenizers versions and the command that wrote the card."""
+    rows = [["depstat", n["software"]["depstat"]], ["Python", n["software"]["python"]],
+            ["tokenizers", n["software"]["tokenizers"]]]
+    return _table(["software", "version"], rows) + "\n\nCommand:\n\n```bash\n" + command + "\n```"
+
+
+def _numbers_block(numbers: dict) -> str:
+    """The machine-readable block that ``card_numbers`` parses."""
+    return (
+        f"Machine-readable (`depstat.card.card_numbers`; floats to {DIGITS} significant digits, "
+        "null where not finite or not available):\n\n"
+        f"```{FENCE}\n{_compact_json(numbers)}\n```"
+    )
+
+
+def _compact_json(value: object, depth: int = 0) -> str:
+    """JSON with one key per line and lists (of numbers) kept on one line."""
+    if not isinstance(value, dict) or not value:
+        return json.dumps(value, ensure_ascii=False)
+    pad = " " * (depth + 1)
+    items = [f"{pad}{json.dumps(k)}: {_compact_json(v, depth + 1)}" for k, v in value.items()]
+    return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
+
+
+# ---------------------------------------------------------------- formats
+
+
+def _order(profile: Profile) -> list[str]:
+    """Granularities from the finest to the coarsest (tokenized input last)."""
+    return sorted(profile.granularities, key=lambda k: profile.granularities[k].get("bytes_per_token") or math.inf)
+
+
+def _analysis(profile: Profile) -> dict:
+    """The profile's analysis, or an error saying how to get one."""
+    if profile.analysis is None:
+        raise DepstatError(
+            "this profile has no analysis (W, self-similarity, recommendation)",
+            hint="run depstat.analysis.attach(profile, Settings(...)) first",
+        )
+    return profile.analysis
+
+
+def _fmt(x: float | int | None) -> str:
+    """A number for text: integers with separators, floats from 100 up whole, else 3 significant digits."""
+    if x is None:
+        return "–"
+    if isinstance(x, int) and not isinstance(x, bool):
+        return f"{x:,}"
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
+def _signed(x: float | None) -> str:
+    return "–" if x is None else f"{x:+.3f}"
+
+
+def _ival(value: float | None, interval: list | None) -> str:
+    """``value [low, high]``, or – when there is no value."""
+    if value is None:
+        return "–"
+    lo, hi = interval or (None, None)
+    return f"{_fmt(value)} [{_fmt(lo)}, {_fmt(hi)}]"
+
+
+def _code(text: object) -> str:
+    """Inline code (for paths and globs, whose * and _ Markdown would eat)."""
+    return f"`{text}`"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table; pipes in cells escaped."""
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+    return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
+
+
+# ---------------------------------------------------------------- command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The card's own arguments (source, --out, --title, --description) on ``parser``."""
+    parser.add_argument("source", help="a directory written by depstat profile --out, or a corpus to profile")
+    o = parser.add_argument_group("card")
+    o.add_argument("--out", required=True, help="the card's Markdown file; the figure goes beside it as <stem>.png")
+    o.add_argument("--title", default=None, help="the card's title (default: 'Data card: SOURCE')")
+    o.add_argument("--description", default=None,
+                   help="what the corpus is (origin, licence, language or domain), Markdown, put under the title")
+    return parser
+
+
+def build_parser(prog: str = "python -m depstat.card") -> argparse.ArgumentParser:
+    """A parser with the card's arguments and every corpus and advice option of depstat profile."""
+    from depstat import cli
+
+    parser = argparse.ArgumentParser(
+        prog=prog, parents=[cli.corpus_options(), cli.analysis_options()],
+        description="Write a Markdown data card (with the MI-profile figure beside it) for a corpus or a saved profile.",
+    )
+    return add_arguments(parser)
+
+
+def run(args: argparse.Namespace, command: str) -> Path:
+    """Profile (or load) ``args.source``, analyse it with the advice options, write the card."""
+    from depstat import cli
+    from depstat.analysis import attach
+
+    result = cli.load_or_profile(args)
+    result.analysis = None  # a loaded profile is re-analysed with this command's settings
+    attach(result, cli.settings_from(args, result))
+    return write_card(result, args.out, command, args.title, args.description)
+
+
+def command_line(prog: str, argv: Sequence[str]) -> str:
+    """The command as one shell line: ``prog`` and the arguments, quoted where needed."""
+    return f"{prog} {shlex.join(argv)}".strip()
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "python -m depstat.card") -> int:
+    """Entry point: write the card, print where; errors as one line, exit status 2."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(prog).parse_args(argv)
+    try:
+        path = run(args, command_line(prog, argv))
+    except DepstatError as err:
+        print(f"depstat: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {path} and {path.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
