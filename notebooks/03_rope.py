@@ -134,10 +134,11 @@ width_table = pl.DataFrame(rows)
 width_table
 
 # %% [markdown]
-# Natural text gets W ≈ 0.75–0.9 L at every granularity. Arithmetic gets about 400 at
-# bytes (a few problem lines) and about 90 at words, but over 900 at BPE: its BPE profile
-# is ragged and rises again near the document length (notebook 2), and the kernel counts
-# that mass. W is only as good as the profile it is read from, and it must be read at the
+# Natural text gets W close to L at every granularity. Arithmetic's W depends strongly
+# on the granularity: tens of tokens at bytes and bpe-1k (one problem line), but hundreds
+# at bpe-8k and words, where the problem layout repeats at fixed distances and the profile
+# rises again (notebook 2), so the kernel keeps mass out to L (table above).
+# W is only as good as the profile it is read from, and it must be read at the
 # granularity the model will use — `Settings(granularity=...)`, or `--tokenizer` with
 # your own tokenizer on the command line.
 #
@@ -236,11 +237,12 @@ for corpus, prof in profiles.items():
         print("   -", reason)
 
 # %% [markdown]
-# The two corpora end up with **similar bases** — arithmetic's BPE width is inflated by the
-# ragged profile, as seen above — and **different extensions**: PI for the self-similar
-# text, YaRN for the arithmetic. With W near L for both, the θ* band makes less than one
-# turn within L_train, so YaRN interpolates it just as PI would; what YaRN protects are the
-# fast bands that resolve the short, exact dependencies inside one problem line.
+# Read at bpe-8k, the two corpora end up with **similar bases** (arithmetic's width there
+# is inflated by the repeating layout, as seen above) and **different extensions**: PI for
+# the self-similar text, YaRN for the arithmetic. With W near L for both, the θ* band makes
+# less than one turn within L_train, so YaRN interpolates it just as PI would; what YaRN
+# protects are the fast bands that resolve the short, exact dependencies inside one
+# problem line.
 #
 # The Hugging Face config snippets, in the older `rope_theta` + `rope_scaling` form and in
 # the newer `rope_parameters` form:
