@@ -128,3 +128,18 @@ def test_exact_mi_of_a_two_state_chain_matches_closed_form() -> None:
         Pd = np.array([[pi[0] + pi[1] * lam, pi[1] - pi[1] * lam], [pi[0] - pi[0] * lam, pi[1] + pi[0] * lam]])
         want = np.sum(pi[:, None] * Pd * np.log2(Pd / pi[None, :]))
         assert chain.exact_mi([d])[0] == pytest.approx(want, rel=1e-10)
+
+
+def test_rotation_null_does_not_line_up_with_a_fixed_layout() -> None:
+    """Equal-length documents with a fixed period-7 layout: the true MI is log2(7) at every offset.
+
+    Token = 10 * (t mod 7) + uniform noise in 0..9, every document starting at phase 0. An
+    unjittered rotation null would keep the phase relation and subtract the real information.
+    """
+    rng = np.random.default_rng(3)
+    docs, length = 100, 4096
+    t = np.tile(np.arange(length), docs)
+    tokens = 10 * (t % 7) + rng.integers(0, 10, t.size)
+    stream = TokenStream("layout", tokens, np.full(docs, length), 70)
+    table, _ = mi_profile(stream, [1, 100, 1000])
+    np.testing.assert_allclose(table["mi_bits"].to_numpy(), np.log2(7), atol=0.02)
