@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numba
 import numpy as np
 
 from depstat import kernels
@@ -9,6 +13,22 @@ from depstat.estimators import TableSums
 from depstat.stream import TokenStream
 
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
+# Below this many tokens one thread is faster: waking the second thread for every parallel
+# region costs more than the work it takes over (benchmarks/bench_speed.py --threads 1 / 2
+# before this switch: plug-in profile of 250k byte tokens 0.060 s on one thread, 0.327 s on
+# two; at 1M BPE-8k tokens two threads won, 2.3 s against 4.5 s).
+PARALLEL_MIN_TOKENS = 1_000_000
+
+
+@contextmanager
+def threads_for(n_tokens: int) -> Iterator[None]:
+    """Run the kernels on one thread for small streams, on all of Numba's threads otherwise."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(before if n_tokens >= PARALLEL_MIN_TOKENS else 1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 def jackknife_blocks(doc_lengths: np.ndarray, n_blocks: int) -> tuple[np.ndarray, str]:
@@ -59,14 +79,15 @@ class PairCounter:
         seed = self.partner_seed(r)
         table = kernels.SUM_TABLES
         s = self.stream
-        joint, first, joint_jk, first_jk, block_pairs = kernels.joint_sums(
-            s.tokens, self.order, self.starts, self.rem, self.block, self.n_blocks,
-            r, mode, self.shift, seed, table, jackknife,
-        )
-        second, second_jk = kernels.second_sums(
-            s.tokens, self.rem, self.block_starts, int(s.vocab_size), r, mode, self.shift,
-            seed, table, jackknife,
-        )
+        with threads_for(s.n_tokens):
+            joint, first, joint_jk, first_jk, block_pairs = kernels.joint_sums(
+                s.tokens, self.order, self.starts, self.rem, self.block, self.n_blocks,
+                r, mode, self.shift, seed, table, jackknife,
+            )
+            second, second_jk = kernels.second_sums(
+                s.tokens, self.rem, self.block_starts, int(s.vocab_size), r, mode, self.shift,
+                seed, table, jackknife,
+            )
         return TableSums(
             int(block_pairs.sum()), joint, first, second, joint_jk, first_jk, second_jk,
             block_pairs,

@@ -86,9 +86,12 @@ def test_chunk_bounds_cover_every_token_group_once() -> None:
     assert bounds[0] == 0 and bounds[-1] == 1000 and (np.diff(bounds) >= 0).all()
 
 
-def test_results_do_not_depend_on_thread_count() -> None:
+def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
     import numba
 
+    from depstat import counting
+
+    monkeypatch.setattr(counting, "PARALLEL_MIN_TOKENS", 0)  # small stream, but all threads
     rng = np.random.default_rng(1)
     stream = TokenStream("t", rng.integers(0, 300, 20_000), np.full(50, 400), 300)
     counter = PairCounter(stream, n_blocks=10)
