@@ -155,8 +155,10 @@ def test_cli_profile_writes_analysis_and_commands_reuse_it(tmp_path: Path, capsy
     write_jsonl(path, markov_text(60, 3000, seed=2))
     out = tmp_path / "out"
     rc = main(["profile", str(path), "-g", "bytes", "-g", "bpe-512", "--max-offset", "512",
-               "--head-dim", "64", "--target-length", "2048", "--out", str(out)])
+               "--head-dim", "64", "--target-length", "2048", "--out", str(out), "--report"])
     assert rc == 0
+    assert (out / "report.html").read_text().count("data:image/png;base64,") == 5
+    assert (out / "report.md").is_file() and (out / "figures" / "kernel.png").is_file()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["self_similarity"]["verdict"] == "not self-similar"
     assert summary["recommendation"]["rope_scaling"]["rope_type"] == "yarn"
