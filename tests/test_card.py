@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
 import subprocess
@@ -13,32 +12,19 @@ from pathlib import Path
 import pytest
 
 import depstat
-from depstat.analysis import Settings, attach
 from depstat.card import FENCE, _fmt, _ival, card_data, card_numbers, main, software, write_card
 from depstat.errors import DepstatError
 from depstat.profile import Profile
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "python-docs.jsonl.gz"
 CARDS = ROOT / "data_cards"
 # A card's section in data_cards/README.md: "### NAME.md", text, then the one ```bash block.
 SECTION = re.compile(r"^### (\S+\.md)\n(?:(?!^### ).)*?^```bash\n(.*?)\n```", re.S | re.M)
-SETTINGS = Settings(head_dim=64, train_length=256, target_length=1024)
 
 
 def readme_commands() -> dict[str, str]:
     """Card file name -> its regeneration command, as data_cards/README.md gives them."""
     return dict(SECTION.findall((CARDS / "README.md").read_text(encoding="utf-8")))
-
-
-@pytest.fixture(scope="module")
-def analysed(tmp_path_factory: pytest.TempPathFactory) -> Profile:
-    """The first 20 documents of the bundled example at two granularities, analysed."""
-    path = tmp_path_factory.mktemp("corpus") / "docs.jsonl"
-    with gzip.open(EXAMPLE, "rt", encoding="utf-8") as f:
-        path.write_text("".join(next(f) for _ in range(20)), encoding="utf-8")
-    p = depstat.profile(str(path), granularities=["bytes", "bpe-512"], max_offset=256)
-    return attach(p, SETTINGS)
 
 
 @pytest.fixture(scope="module")

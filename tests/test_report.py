@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from dataclasses import replace
@@ -11,23 +10,10 @@ from pathlib import Path
 import pytest
 
 import depstat
-from depstat.analysis import Settings, analyze
 from depstat.errors import DepstatError
 from depstat.profile import Profile
 from depstat.report import FIGURES, Items, Para, Table, _html_document, build_report
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "python-docs.jsonl.gz"
-
-
-@pytest.fixture(scope="module")
-def analysed(tmp_path_factory: pytest.TempPathFactory) -> Profile:
-    """The first 20 documents of the bundled example, profiled at two granularities and analysed."""
-    path = tmp_path_factory.mktemp("corpus") / "docs.jsonl"
-    with gzip.open(EXAMPLE, "rt", encoding="utf-8") as f:
-        path.write_text("".join(next(f) for _ in range(20)), encoding="utf-8")
-    p = depstat.profile(str(path), granularities=["bytes", "bpe-512"], max_offset=256)
-    p.analysis = analyze(p, Settings(head_dim=64, train_length=256, target_length=1024))
-    return p
 
 
 @pytest.fixture(scope="module")
