@@ -240,6 +240,14 @@ class Corpus:
         self._dataset = dataset
         self._formats = [fmt]
 
+    @property
+    def streamed(self) -> bool:
+        """True for a streaming dataset (``hf:`` or any ``datasets.IterableDataset``): every
+        pass over it reads the source again, so callers that need several passes copy it."""
+        from datasets import IterableDataset
+
+        return isinstance(self._dataset, IterableDataset)
+
     # -- reading -------------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Document]:

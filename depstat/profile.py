@@ -9,7 +9,9 @@ a noise floor. ``profile()`` returns a ``Profile``; ``Profile.save`` writes
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -227,8 +229,43 @@ def profile(
     if grid.size == 0 or grid.min() < 1:
         raise DepstatError("offsets must be positive integers")
 
+    with _local_copy(corpus, max_docs, max_tokens) as source:
+        return _profile(
+            corpus, source, granularities, tokenizers, grid, estimator, confidence, n_blocks,
+            max_docs, max_tokens, vocab_size, train_docs, seed,
+        )
+
+
+@contextmanager
+def _local_copy(corpus: Corpus, max_docs: int | None, max_tokens: int | None) -> Iterator[Corpus]:
+    """The corpus itself, or for a streaming dataset its sample written once to a temporary file.
+
+    Profiling reads the documents once per granularity (and again to train vocabularies);
+    a streamed hub dataset would be downloaded that many times.
+    """
+    if not corpus.streamed:
+        yield corpus
+        return
+    with tempfile.TemporaryDirectory(prefix="depstat-") as tmp:
+        path = Path(tmp) / "sample.jsonl"
+        field = "input_ids" if corpus.kind == "ids" else "text"
+        with bar(desc="download sample", unit="doc") as progress, path.open("w", encoding="utf-8") as f:
+            for doc in _sample(corpus, max_docs, max_tokens):
+                value = doc.ids.tolist() if corpus.kind == "ids" else doc.text
+                f.write(json.dumps({field: value}, ensure_ascii=False) + "\n")
+                progress.update(1)
+        yield open_corpus(str(path), text_field="text", ids_field="input_ids" if corpus.kind == "ids" else None)
+
+
+def _profile(
+    corpus: Corpus, source: Corpus, granularities: Sequence[str] | None, tokenizers: Sequence[str],
+    grid: np.ndarray, estimator: str, confidence: float, n_blocks: int, max_docs: int | None,
+    max_tokens: int | None, vocab_size: int | None, train_docs: int | None, seed: int,
+) -> Profile:
+    """The body of ``profile``: ``source`` is read, ``corpus`` is what gets described."""
+
     def documents() -> Iterator[Document]:
-        return _sample(corpus, max_docs, max_tokens)
+        return _sample(source, max_docs, max_tokens)
 
     if next(documents(), None) is None:
         raise DepstatError(
@@ -274,16 +311,17 @@ def profile(
 
 
 def _sample(corpus: Corpus, max_docs: int | None, max_tokens: int | None) -> Iterator[Document]:
-    """The first documents in reading order within the document and token budgets."""
+    """The first documents in reading order within the document and token budgets.
+
+    Stops as soon as a budget is met, without reading one document too many (a streamed
+    source counts what is read).
+    """
     used = 0
-    for i, doc in enumerate(corpus):
-        if max_docs is not None and i >= max_docs:
-            return
-        size = len(doc.ids) if doc.ids is not None else len(doc.text.encode("utf-8"))
-        if max_tokens is not None and used >= max_tokens:
-            return
-        used += size
+    for count, doc in enumerate(corpus, start=1):
+        used += len(doc.ids) if doc.ids is not None else len(doc.text.encode("utf-8"))
         yield doc
+        if (max_docs is not None and count >= max_docs) or (max_tokens is not None and used >= max_tokens):
+            return
 
 
 def _sampling_rule(max_docs: int | None, max_tokens: int | None, kind: str, train_docs: int | None) -> dict:

@@ -217,3 +217,26 @@ def test_a_users_tokenizer_json_becomes_a_granularity(small_corpus: Path, tmp_pa
     with pytest.raises(depstat.DepstatError, match="not a valid tokenizer.json"):
         (tmp_path / "bad.json").write_text("{}")
         depstat.profile(str(small_corpus), granularities=[], tokenizers=[str(tmp_path / "bad.json")], max_offset=8)
+
+
+def test_a_streamed_dataset_is_read_once_for_all_granularities(small_corpus: Path) -> None:
+    """hf: datasets stream; profiling copies the sample once instead of re-downloading per pass."""
+    from datasets import IterableDataset
+
+    texts = [json.loads(line)["text"] for line in small_corpus.read_text().splitlines()]
+    passes = []
+
+    def rows():
+        passes.append(1)
+        for t in texts:
+            yield {"text": t}
+
+    corpus = depstat.Corpus.from_dataset(IterableDataset.from_generator(rows), source="hf:test/stream")
+    assert corpus.streamed
+    opened = len(passes)
+    p = depstat.profile(corpus, granularities=["bytes", "bpe-512", "words"], max_offset=64, max_docs=20)
+    assert len(passes) - opened == 1
+    assert p.granularities["bytes"]["n_docs"] == 20
+    assert p.corpus["spec"] == "hf:test/stream" and p.corpus["documents_read"] == 20
+    local = depstat.profile(str(small_corpus), granularities=["bytes"], max_offset=64, max_docs=20)
+    assert p.table.filter(pl.col("granularity") == "bytes").equals(local.table)
