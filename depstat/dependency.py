@@ -152,7 +152,8 @@ def fit_decay(offsets: np.ndarray, mi: np.ndarray, se: np.ndarray, confidence: f
     w = 1.0 / rel**2
     out = {}
     for model, x in (("power", np.log(r)), ("exponential", r)):
-        slope, intercept, slope_se, rss = _wls(x, y, w)
+        coef, cov, rss, _ = _wls(np.column_stack([x, np.ones_like(x)]), y, w)
+        slope, intercept, slope_se = float(coef[0]), float(coef[1]), float(np.sqrt(cov[0, 0]))
         t = stats.t.ppf(0.5 + confidence / 2, r.size - 2)
         n = r.size
         aic = n * np.log(max(rss, 1e-300) / n) + 4
@@ -175,12 +176,7 @@ def curvature(offsets: np.ndarray, log_mi: np.ndarray, se_log: np.ndarray, confi
     """
     x = np.log(np.asarray(offsets, float))
     X = np.column_stack([x**2, x, np.ones_like(x)])
-    w = 1.0 / np.maximum(se_log, 0.02) ** 2
-    sw = np.sqrt(w)
-    coef, *_ = np.linalg.lstsq(X * sw[:, None], log_mi * sw, rcond=None)
-    resid = (log_mi - X @ coef) * sw
-    dof = max(len(x) - 3, 1)
-    cov = np.linalg.inv((X * w[:, None]).T @ X) * float(resid @ resid) / dof
+    coef, cov, _, dof = _wls(X, log_mi, 1.0 / np.maximum(se_log, 0.02) ** 2)
     half = stats.t.ppf(0.5 + confidence / 2, dof) * np.sqrt(cov[0, 0])
     return float(coef[0]), float(coef[0] - half), float(coef[0] + half)
 
@@ -199,13 +195,12 @@ def local_slopes(offsets: np.ndarray, mi: np.ndarray) -> tuple[np.ndarray, np.nd
     return np.sqrt(r[1:] * r[:-1]), np.diff(np.log(m)) / np.diff(np.log(r))
 
 
-def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, float, float, float]:
-    """Weighted straight-line fit: (slope, intercept, slope standard error, weighted RSS)."""
-    X = np.column_stack([x, np.ones_like(x)])
+def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Weighted least squares of y on the columns of X: (coefficients, covariance, weighted RSS, dof)."""
     sw = np.sqrt(w)
     coef, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
     resid = (y - X @ coef) * sw
     rss = float(resid @ resid)
-    dof = max(len(x) - 2, 1)
+    dof = max(len(y) - X.shape[1], 1)
     cov = np.linalg.inv((X * w[:, None]).T @ X) * rss / dof
-    return float(coef[0]), float(coef[1]), float(np.sqrt(cov[0, 0])), rss
+    return coef, cov, rss, dof
