@@ -13,6 +13,7 @@ import polars as pl
 
 from depstat import __version__
 from depstat.analysis import Settings, attach, default_train_length
+from depstat.cache import default_cache_dir
 from depstat.dependency import DEFAULT_WIDTH, WIDTHS
 from depstat.errors import DepstatError
 from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
@@ -51,6 +52,9 @@ def corpus_options() -> argparse.ArgumentParser:
     )
     t.add_argument("--tokenizer", action="append", default=[], metavar="PATH", help="add a tokenizer.json (repeatable)")
     t.add_argument("--train-docs", type=int, default=20_000, help="documents used to train BPE/word vocabularies (default: 20000)")
+    c = t.add_mutually_exclusive_group()
+    c.add_argument("--cache-dir", default=None, metavar="DIR", help="cache of trained vocabularies and tokenized shards (default: $DEPSTAT_CACHE, else ~/.cache/depstat)")
+    c.add_argument("--no-cache", action="store_true", help="tokenize from scratch and write no cache")
     e = p.add_argument_group("estimation")
     e.add_argument("--max-offset", type=int, default=DEFAULT_MAX_OFFSET, help=f"largest offset of the log-spaced grid (default: {DEFAULT_MAX_OFFSET})")
     e.add_argument("--offsets", type=_int_list, default=None, help="extra offsets, comma-separated (added to the grid)")
@@ -152,6 +156,7 @@ def run_profile(args: argparse.Namespace) -> Profile:
         vocab_size=args.vocab_size,
         train_docs=args.train_docs,
         seed=args.seed,
+        cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()),
         text_field=args.text_field,
         ids_field=args.ids_field,
         eos_id=args.eos_id,

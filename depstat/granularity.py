@@ -9,21 +9,23 @@ arrive tokenized have exactly one granularity, ``ids``: the given tokenization.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
+from depstat.cache import TokenCache, digest_texts, split_shards, tokenizer_key, training_key
 from depstat.corpus import Document
 from depstat.errors import DepstatError
 from depstat.progress import bar
 from depstat.stream import TokenStream
 
 DEFAULT_LADDER = ("bytes", "bpe-1k", "bpe-8k", "bpe-32k", "words")
-ENCODE_BATCH = 512
 _BPE = re.compile(r"^bpe-(\d+)(k?)$")
 
 
@@ -98,28 +100,48 @@ def tokenizer_name(path: str) -> str:
     return p.stem
 
 
-def encode_stream(name: str, texts: Iterable[str], tokenizer: Tokenizer | None) -> TokenStream:
-    """Encode documents with a tokenizer (None: UTF-8 bytes) into one TokenStream."""
+def encode_stream(
+    name: str, texts: Iterable[str], tokenizer: Tokenizer | None, cache: TokenCache | None = None,
+) -> TokenStream:
+    """Encode documents with a tokenizer (None: UTF-8 bytes) into one TokenStream.
+
+    Documents are encoded a shard (about ``SHARD_BYTES`` of text) at a time with
+    ``encode_batch_fast``, which spreads a shard's documents over the ``tokenizers``
+    thread pool; with a ``cache``, shards already encoded with this tokenizer are read
+    from disk and new ones are stored (UTF-8 bytes are not cached: they are the text).
+    """
     chunks: list[np.ndarray] = []
-    lengths: list[int] = []
+    lengths: list[np.ndarray] = []
     n_bytes = 0
-    with bar(desc=f"encode {name}", unit="doc") as progress:
-        for batch in _batches(texts, ENCODE_BATCH):
-            n_bytes += sum(len(t.encode("utf-8")) for t in batch)
-            if tokenizer is None:
-                ids = [np.frombuffer(t.encode("utf-8"), dtype=np.uint8) for t in batch]
-            else:
-                encs = tokenizer.encode_batch_fast(batch, add_special_tokens=False)
-                ids = [np.asarray(e.ids, dtype=np.int32) for e in encs]
-            chunks.extend(ids)
-            lengths.extend(len(i) for i in ids)
-            progress.update(len(batch))
     vocab = 256 if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
+    tok_key = tokenizer_key(tokenizer) if tokenizer is not None and cache is not None else None
+    with bar(desc=f"encode {name}", unit="doc") as progress:
+        for shard in split_shards(texts):
+            n_bytes += shard.n_bytes
+            if tokenizer is None:
+                ids = np.frombuffer(b"".join(shard.data), dtype=np.uint8)
+                lens = np.fromiter((len(d) for d in shard.data), dtype=np.int64, count=len(shard.data))
+            elif tok_key is not None:
+                ids, lens = cache.tokens(tok_key, shard, vocab, lambda t: _encode(tokenizer, t))
+            else:
+                ids, lens = _encode(tokenizer, shard.texts)
+            chunks.append(ids)
+            lengths.append(lens)
+            progress.update(len(shard.texts))
     tokens = np.concatenate(chunks).astype(np.int32) if chunks else np.zeros(0, np.int32)
     return TokenStream(
-        name=name, tokens=tokens, doc_lengths=np.asarray(lengths, dtype=np.int64),
+        name=name, tokens=tokens,
+        doc_lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
         vocab_size=int(vocab), n_bytes=n_bytes,
     )
+
+
+def _encode(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids, document lengths) of a batch, encoded in parallel by ``tokenizers``."""
+    ids = [e.ids for e in tokenizer.encode_batch_fast(texts, add_special_tokens=False)]
+    lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
+    flat = np.fromiter(chain.from_iterable(ids), dtype=np.int32, count=int(lengths.sum()))
+    return flat, lengths
 
 
 def ids_stream(documents: Iterable[Document], vocab_size: int | None) -> TokenStream:
@@ -152,11 +174,13 @@ def text_streams(
     names: list[str],
     tokenizer_paths: Iterable[str] = (),
     train_docs: int | None = None,
+    cache: TokenCache | None = None,
 ) -> Iterator[TokenStream]:
     """One TokenStream per granularity, re-reading the documents for each (streaming).
 
     BPE and word vocabularies are trained on the first ``train_docs`` documents of the
-    sample (all of it when None), the same documents for every vocabulary size.
+    sample (all of it when None), the same documents for every vocabulary size. With a
+    ``cache``, trained vocabularies and encoded shards are reused across runs.
     """
     def texts(limit: int | None = None) -> Iterator[str]:
         for i, doc in enumerate(documents()):
@@ -164,29 +188,25 @@ def text_streams(
                 return
             yield doc.text
 
+    @functools.cache
+    def sample_digest() -> str:
+        return digest_texts(texts(train_docs))
+
+    def trained(name: str) -> Tokenizer:
+        size = bpe_vocab_size(name)
+        def train() -> Tokenizer:
+            return train_words(texts(train_docs)) if size is None else train_bpe(texts(train_docs), size)
+        if cache is None:
+            return train()
+        return cache.tokenizer(training_key("words" if size is None else f"bpe-{size}", sample_digest()), train)
+
     for name in names:
-        if name == "bytes":
-            tokenizer = None
-        elif name == "words":
-            tokenizer = train_words(texts(train_docs))
-        else:
-            tokenizer = train_bpe(texts(train_docs), bpe_vocab_size(name))
-        stream = encode_stream(name, texts(), tokenizer)
+        tokenizer = None if name == "bytes" else trained(name)
+        stream = encode_stream(name, texts(), tokenizer, cache)
         if bpe_vocab_size(name):
             stream.info["requested_vocab_size"] = bpe_vocab_size(name)
         yield stream
     for path in tokenizer_paths:
-        stream = encode_stream(tokenizer_name(path), texts(), load_tokenizer(path))
+        stream = encode_stream(tokenizer_name(path), texts(), load_tokenizer(path), cache)
         stream.info["tokenizer"] = str(path)
         yield stream
-
-
-def _batches(items: Iterable[str], size: int) -> Iterator[list[str]]:
-    batch: list[str] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch

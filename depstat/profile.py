@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import polars as pl
 
 from depstat import __version__
 from depstat import estimators as est
+from depstat.cache import TokenCache
 from depstat.corpus import Corpus, Document, open_corpus
 from depstat.counting import PairCounter
 from depstat.errors import DepstatError
@@ -70,6 +72,7 @@ class Profile:
     confidence: float
     skipped_offsets: dict[str, list[int]] = field(default_factory=dict)
     analysis: dict | None = None  # W, self-similarity, recommendation (depstat.analysis)
+    run: dict = field(default_factory=dict)  # seconds per stage and cache use; varies by run, not saved
 
     def to_polars(self) -> pl.DataFrame:
         """The profile table (granularity, offset, mi_bits, ci_low, ci_high, ...)."""
@@ -151,15 +154,19 @@ def mi_profile(
     n_blocks: int = DEFAULT_BLOCKS,
     seed: int = 0,
     interval: bool = True,
+    timings: dict[str, float] | None = None,
 ) -> tuple[pl.DataFrame, list[int]]:
     """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs.
 
-    Records the jackknife unit (and a warning for single-document streams) in ``stream.info``.
+    Records the jackknife unit (and a warning for single-document streams) in ``stream.info``;
+    adds the seconds spent counting and estimating to ``timings["count"]``/``["estimate"]``.
     """
+    clock = _Stopwatch(timings)
     _check_estimator(estimator)
     if not 0 < confidence < 1:
         raise DepstatError(f"confidence must be between 0 and 1, got {confidence}")
-    counter = PairCounter(stream, n_blocks=n_blocks, seed=seed)
+    with clock("count"):
+        counter = PairCounter(stream, n_blocks=n_blocks, seed=seed)
     stream.info["jackknife_unit"] = counter.block_unit
     if stream.n_docs < 2 and est.nulls_needed(estimator):
         stream.info["warning"] = (
@@ -176,13 +183,15 @@ def mi_profile(
                 skipped.append(r)
                 continue
             deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
-            real = counter.sums(r, "real", jackknife=deltas)
-            nulls = {m: counter.sums(r, m, jackknife=deltas) for m in est.nulls_needed(estimator)}
-            point = est.estimate(estimator, real, nulls)
-            if interval:
-                se, lo, hi = est.jackknife_interval(point, est.replicates(estimator, real, nulls), confidence)
-            else:
-                se = lo = hi = float("nan")
+            with clock("count"):
+                real = counter.sums(r, "real", jackknife=deltas)
+                nulls = {m: counter.sums(r, m, jackknife=deltas) for m in est.nulls_needed(estimator)}
+            with clock("estimate"):
+                point = est.estimate(estimator, real, nulls)
+                if interval:
+                    se, lo, hi = est.jackknife_interval(point, est.replicates(estimator, real, nulls), confidence)
+                else:
+                    se = lo = hi = float("nan")
             floor = hi - point
             rows.append({
                 "granularity": stream.name, "offset": r, "mi_bits": point, "ci_low": lo,
@@ -208,6 +217,7 @@ def profile(
     vocab_size: int | None = None,
     train_docs: int | None = 20_000,
     seed: int = 0,
+    cache_dir: str | Path | None = None,
     **corpus_options,
 ) -> Profile:
     """Profile a corpus (a path, glob, ``hf:OWNER/NAME`` or an open Corpus) at each granularity.
@@ -215,7 +225,10 @@ def profile(
     ``offsets`` replaces the log-spaced grid up to ``max_offset`` when given. The sample
     is the first documents in reading order, up to ``max_docs`` documents and
     ``max_tokens`` tokens of the finest granularity (UTF-8 bytes for text, the given ids
-    for pre-tokenized input), so every granularity sees the same documents.
+    for pre-tokenized input), so every granularity sees the same documents. With
+    ``cache_dir`` (e.g. ``depstat.cache.default_cache_dir()``), trained vocabularies and
+    tokenized shards are kept there and reused (``depstat.cache``); ``Profile.run`` says
+    how many, and the seconds spent tokenizing, counting and estimating.
     """
     _check_estimator(estimator)
     if n_blocks < 2:
@@ -223,6 +236,7 @@ def profile(
     for name, value in (("max_docs", max_docs), ("max_tokens", max_tokens)):
         if value is not None and value < 1:
             raise DepstatError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    cache = TokenCache(cache_dir) if cache_dir is not None else None
     if isinstance(corpus, str):
         corpus = open_corpus(corpus, **corpus_options)
     grid = np.unique(np.asarray(offsets, dtype=np.int64)) if offsets is not None else log_offsets(max_offset)
@@ -232,7 +246,7 @@ def profile(
     with _local_copy(corpus, max_docs, max_tokens) as source:
         return _profile(
             corpus, source, granularities, tokenizers, grid, estimator, confidence, n_blocks,
-            max_docs, max_tokens, vocab_size, train_docs, seed,
+            max_docs, max_tokens, vocab_size, train_docs, seed, cache,
         )
 
 
@@ -261,6 +275,7 @@ def _profile(
     corpus: Corpus, source: Corpus, granularities: Sequence[str] | None, tokenizers: Sequence[str],
     grid: np.ndarray, estimator: str, confidence: float, n_blocks: int, max_docs: int | None,
     max_tokens: int | None, vocab_size: int | None, train_docs: int | None, seed: int,
+    cache: TokenCache | None,
 ) -> Profile:
     """The body of ``profile``: ``source`` is read, ``corpus`` is what gets described."""
 
@@ -284,11 +299,12 @@ def _profile(
         names = check_names(granularities if granularities is not None else DEFAULT_LADDER)
         if not names and not tokenizers:
             raise DepstatError("no granularity chosen")
-        streams = text_streams(documents, names, tokenizers, train_docs=train_docs)
+        streams = text_streams(documents, names, tokenizers, train_docs=train_docs, cache=cache)
 
     tables, facts, skipped = [], {}, {}
-    for stream in streams:
-        table, skip = mi_profile(stream, grid, estimator, confidence, n_blocks, seed)
+    seconds = {"tokenize": 0.0, "count": 0.0, "estimate": 0.0}
+    for stream in _Stopwatch(seconds).each("tokenize", streams):
+        table, skip = mi_profile(stream, grid, estimator, confidence, n_blocks, seed, timings=seconds)
         if table.height == 0:
             raise DepstatError(
                 f"granularity {stream.name!r}: every document is shorter than every offset "
@@ -307,6 +323,7 @@ def _profile(
         estimator=estimator,
         confidence=confidence,
         skipped_offsets=skipped,
+        run={"seconds": seconds, **({"cache": {"dir": str(cache.root), **cache.counts}} if cache else {})},
     )
 
 
@@ -372,6 +389,32 @@ def _json_default(value: object) -> object:
     if isinstance(value, np.generic):
         return value.item()
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+class _Stopwatch:
+    """Adds elapsed seconds to ``timings[key]`` (nothing when ``timings`` is None)."""
+
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+
+    @contextmanager
+    def __call__(self, key: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.timings is not None:
+                self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
+
+    def each(self, key: str, items: Iterable[TokenStream]) -> Iterator[TokenStream]:
+        """The items, timing how long each takes to produce (the work of a generator)."""
+        items = iter(items)
+        while True:
+            with self(key):
+                item = next(items, None)
+            if item is None:
+                return
+            yield item
 
 
 def _atomic_write(path: Path, write) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,12 @@ from depstat.analysis import Settings, attach
 from depstat.profile import Profile
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "python-docs.jsonl.gz"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cache_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Commands run by the tests (and their subprocesses) cache tokens in a temporary directory."""
+    os.environ["DEPSTAT_CACHE"] = str(tmp_path_factory.mktemp("depstat-cache"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,215 @@
+"""On-disk cache of tokenized shards and trained vocabularies, so a rerun skips tokenization.
+
+The sampled documents of one granularity are cut into shards of about ``SHARD_BYTES`` of
+text. Where a shard ends depends only on its documents' content (a cut follows a document
+whose digest is 0 mod ``CUT_ONE_IN``, once the shard holds ``SHARD_BYTES``; at most
+``CUT_ONE_IN`` times that), so an edited document changes its own shard and the cuts
+after it fall where they fell before. A shard's key is a hash of
+
+* its documents' text (UTF-8 bytes, each length-prefixed): whatever file, field,
+  ``--max-docs``/``--max-tokens`` or ``--skip-bad`` choice produced that text;
+* the tokenizer's serialized JSON (``Tokenizer.to_str()``) and the ``tokenizers`` version;
+* ``CACHE_VERSION``, raised whenever depstat encodes differently.
+
+Layout under the root (``$DEPSTAT_CACHE``, else ``$XDG_CACHE_HOME/depstat``, else
+``~/.cache/depstat``)::
+
+    v1/shards/ab/<key>.tokens.npy   token ids (uint16 when the vocabulary fits, else uint32)
+    v1/shards/ab/<key>.lengths.npy  document lengths (int64)
+    v1/shards/ab/<key>.json         manifest with both files' BLAKE2b digests, written last
+    v1/tokenizers/<key>.json        trained BPE / word vocabularies (key: sample digest, size)
+
+Every file is written to a temporary sibling, fsynced and renamed, and a shard counts only
+when its manifest exists and both digests match, so an interrupted run (Ctrl-C, a crash, a
+full disk) leaves complete shards and nothing that reads as valid; the next run resumes
+from them. Deleting the root clears the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import tokenizers
+from tokenizers import Tokenizer
+
+from depstat.errors import DepstatError
+
+CACHE_VERSION = 1
+SHARD_BYTES = 1 << 20
+CUT_ONE_IN = 4
+_DIGEST = 16
+
+
+def default_cache_dir() -> Path:
+    """The cache root: ``$DEPSTAT_CACHE``, else ``$XDG_CACHE_HOME/depstat``, else ``~/.cache/depstat``."""
+    if os.environ.get("DEPSTAT_CACHE"):
+        return Path(os.environ["DEPSTAT_CACHE"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "depstat"
+
+
+@dataclass
+class Shard:
+    """Consecutive documents: their text, its UTF-8 bytes, and a digest of that content."""
+
+    texts: list[str] = field(default_factory=list)
+    data: list[bytes] = field(default_factory=list)
+    digest: bytes = b""
+
+    @property
+    def n_bytes(self) -> int:
+        return sum(len(d) for d in self.data)
+
+
+def split_shards(texts: Iterable[str]) -> Iterator[Shard]:
+    """Cut documents into shards whose boundaries depend on content only (see the module doc)."""
+    shard, hasher, size = Shard(), _hasher(), 0
+    for text in texts:
+        data = text.encode("utf-8")
+        doc_digest = _hasher(data).digest()
+        shard.texts.append(text)
+        shard.data.append(data)
+        hasher.update(len(data).to_bytes(8, "little") + doc_digest)
+        size += len(data)
+        if (size >= SHARD_BYTES and doc_digest[0] % CUT_ONE_IN == 0) or size >= CUT_ONE_IN * SHARD_BYTES:
+            shard.digest = hasher.digest()
+            yield shard
+            shard, hasher, size = Shard(), _hasher(), 0
+    if shard.texts:
+        shard.digest = hasher.digest()
+        yield shard
+
+
+def digest_texts(texts: Iterable[str]) -> str:
+    """Hex digest of a sequence of documents (length-prefixed UTF-8), e.g. a training sample."""
+    hasher = _hasher()
+    for text in texts:
+        data = text.encode("utf-8")
+        hasher.update(len(data).to_bytes(8, "little") + data)
+    return hasher.hexdigest()
+
+
+def tokenizer_key(tokenizer: Tokenizer) -> str:
+    """What a tokenizer contributes to a shard key: its serialized JSON and the library version."""
+    return _hasher(f"{tokenizers.__version__}\n{tokenizer.to_str()}".encode()).hexdigest()
+
+
+def training_key(kind: str, sample_digest: str) -> str:
+    """Key of a trained vocabulary: its kind and size (``bpe-8192``, ``words``) and the sample."""
+    return _hasher(f"depstat-{CACHE_VERSION} {tokenizers.__version__} {kind} {sample_digest}".encode()).hexdigest()
+
+
+class TokenCache:
+    """A cache root: tokenized shards and trained tokenizers, with counters of what was reused."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).expanduser()
+        self.dir = self.root / f"v{CACHE_VERSION}"
+        self.counts = {
+            "shards_reused": 0, "shards_encoded": 0, "shards_invalid": 0,
+            "tokenizers_reused": 0, "tokenizers_trained": 0, "tokenizers_invalid": 0,
+        }
+        try:
+            (self.dir / "shards").mkdir(parents=True, exist_ok=True)
+            (self.dir / "tokenizers").mkdir(exist_ok=True)
+        except OSError as err:
+            raise DepstatError(
+                f"cannot create the cache directory: {err.strerror or err}", path=str(self.dir),
+                hint="choose another with --cache-dir DIR, or pass --no-cache",
+            ) from None
+
+    def tokens(
+        self, tok_key: str, shard: Shard, vocab_size: int,
+        encode: Callable[[list[str]], tuple[np.ndarray, np.ndarray]],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(token ids, document lengths) of a shard: read from the cache, else encoded and stored."""
+        key = _hasher(f"depstat-{CACHE_VERSION} {tok_key} ".encode() + shard.digest).hexdigest()
+        base = self.dir / "shards" / key[:2] / key
+        found = self._read_shard(base, len(shard.texts))
+        if found is not None:
+            self.counts["shards_reused"] += 1
+            return found
+        ids, lengths = encode(shard.texts)
+        self._write_shard(base, ids.astype(np.uint16 if vocab_size <= 1 << 16 else np.uint32), lengths)
+        self.counts["shards_encoded"] += 1
+        return ids, lengths
+
+    def tokenizer(self, key: str, train: Callable[[], Tokenizer]) -> Tokenizer:
+        """A trained tokenizer from the cache, else ``train()`` stored under ``key``."""
+        path = self.dir / "tokenizers" / f"{key}.json"
+        if path.is_file():
+            try:
+                tok = Tokenizer.from_str(path.read_text(encoding="utf-8"))
+                self.counts["tokenizers_reused"] += 1
+                return tok
+            except Exception:  # tokenizers raises a bare Exception for bad JSON: retrain below
+                self.counts["tokenizers_invalid"] += 1
+        tok = train()
+        self._write(path, tok.to_str().encode("utf-8"))
+        self.counts["tokenizers_trained"] += 1
+        return tok
+
+    def _read_shard(self, base: Path, n_docs: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The shard's arrays when its manifest and both digests check out; None otherwise."""
+        manifest = base.with_suffix(".json")
+        if not manifest.is_file():
+            return None
+        try:
+            meta = json.loads(manifest.read_text(encoding="utf-8"))
+            arrays = []
+            for part in ("tokens", "lengths"):
+                data = base.with_name(f"{base.name}.{part}.npy").read_bytes()
+                if _hasher(data).hexdigest() != meta[part]:
+                    raise ValueError(f"{part} digest mismatch")
+                arrays.append(np.load(io.BytesIO(data), allow_pickle=False))
+            ids, lengths = arrays
+            if lengths.shape != (n_docs,) or int(lengths.sum()) != ids.shape[0]:
+                raise ValueError("lengths do not match")
+        except (OSError, ValueError, KeyError, TypeError, EOFError):
+            self.counts["shards_invalid"] += 1
+            manifest.unlink(missing_ok=True)
+            return None
+        return ids.astype(np.int32), lengths
+
+    def _write_shard(self, base: Path, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """Both arrays, then the manifest naming their digests (last, so it marks completion)."""
+        base.parent.mkdir(exist_ok=True)
+        meta = {"n_docs": int(lengths.size), "n_tokens": int(ids.size), "dtype": str(ids.dtype)}
+        for part, array in (("tokens", ids), ("lengths", np.asarray(lengths, dtype=np.int64))):
+            buf = io.BytesIO()
+            np.save(buf, array, allow_pickle=False)
+            data = buf.getvalue()
+            self._write(base.with_name(f"{base.name}.{part}.npy"), data)
+            meta[part] = _hasher(data).hexdigest()
+        self._write(base.with_suffix(".json"), json.dumps(meta).encode())
+
+    def _write(self, path: Path, data: bytes) -> None:
+        """Write to a temporary sibling, fsync, rename: readers see the old file or the whole new one."""
+        try:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as err:
+            raise DepstatError(
+                f"cannot write to the cache: {err.strerror or err}", path=str(path),
+                hint="free space, choose another --cache-dir, or pass --no-cache",
+            ) from None
+
+
+def _hasher(data: bytes = b"") -> hashlib.blake2b:
+    return hashlib.blake2b(data, digest_size=_DIGEST)
