@@ -134,6 +134,21 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", parents=[analysis], help="HTML and Markdown report of a saved profile")
     rep.add_argument("source", help="a directory written by depstat profile --out")
     rep.add_argument("--out", default=None, help="where to write the report (default: the profile directory)")
+
+    from depstat.validate import EXPERIMENTS
+
+    val = sub.add_parser("validate", help="train small models to check depstat's advice (needs torch)", description=(
+        "Train small RoPE transformers to test depstat's recommendations: frequency-law (theta_eff = c/W on block "
+        "sequences), base-sweep (recommended base against the usual ones), pi (PI vs YaRN on self-similar and "
+        "non-self-similar data), lerope (learnable frequencies vs RoPE and p-RoPE). Writes DIR/result.json, "
+        "figures and DIR/runs/*.json; a rerun skips finished runs."))
+    val.add_argument("experiment", choices=list(EXPERIMENTS), help="which experiment")
+    val.add_argument("--out", required=True, help="directory for result.json, figures and finished runs")
+    val.add_argument("--quick", action="store_true", help="small setting for CI (seconds instead of minutes)")
+    val.add_argument("--seeds", type=int, default=None, help="seeds per setting (default: 2)")
+    val.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="default: CUDA when available")
+    val.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: at most 2)")
+    val.add_argument("--corpus", default=None, help="text corpus for base-sweep, pi and lerope (default: the bundled Python docs)")
     return parser
 
 
@@ -383,7 +398,18 @@ def cmd_card(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"card": cmd_card, "synth": cmd_synth, "profile": cmd_profile, "selfsim": cmd_selfsim, "recommend": cmd_recommend, "report": cmd_report}
+def cmd_validate(args: argparse.Namespace) -> int:
+    """depstat validate: one validation experiment, resumed from its finished runs."""
+    from depstat import validate
+
+    result = validate.run(args.experiment, args.out, quick=args.quick, seeds=args.seeds, device=args.device,
+                          threads=args.threads, corpus=args.corpus)
+    print(validate.summary(result))
+    print(f"wrote {args.out}/result.json and " + ", ".join(result["figures"]))
+    return 0
+
+
+COMMANDS = {"card": cmd_card, "synth": cmd_synth, "profile": cmd_profile, "selfsim": cmd_selfsim, "recommend": cmd_recommend, "report": cmd_report, "validate": cmd_validate}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,262 @@
+"""depstat validate: the trainer's pieces, the fits, the run store, and each experiment's quick mode end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from depstat import validate  # noqa: E402
+from depstat.cli import main  # noqa: E402
+from depstat.errors import DepstatError  # noqa: E402
+from depstat.model import GPT, ModelConfig  # noqa: E402
+from depstat.train import TrainConfig, evaluate, lr_at, pick_device, random_batch, train  # noqa: E402
+from depstat.validate.base_sweep import bases_to_try, within_noise  # noqa: E402
+from depstat.validate.common import RunStore, fit_frequency_law, mean_spread, text_bytes  # noqa: E402
+from depstat.validate.frequency_law import width_for_block  # noqa: E402
+from depstat.validate.pi import arithmetic_masks  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# The trainer
+
+
+def test_schedule_warms_up_then_decays_to_the_floor():
+    cfg = TrainConfig(steps=100, warmup=10, lr=1e-2, min_lr_ratio=0.1)
+    lrs = np.array([lr_at(s, cfg) for s in range(cfg.steps)])
+    np.testing.assert_allclose(lrs[:10], 1e-2 * np.arange(1, 11) / 10)
+    assert lrs[9] == pytest.approx(1e-2) and lrs[-1] == pytest.approx(1e-3)
+    assert np.all(np.diff(lrs[10:]) <= 1e-15)  # non-increasing after the warmup
+    assert lr_at(55, cfg) == pytest.approx(1e-3 + 0.5 * 9e-3 * (1 + math.cos(math.pi * 45 / 89)))
+
+
+def test_schedule_without_warmup_starts_at_the_peak():
+    cfg = TrainConfig(steps=5, warmup=0, lr=1.0, min_lr_ratio=0.0)
+    assert [lr_at(s, cfg) for s in (0, 4)] == [pytest.approx(1.0), pytest.approx(0.0)]
+
+
+@pytest.mark.parametrize("kw,match", [
+    ({"steps": 0}, "positive"), ({"warmup": 300}, "warmup"), ({"lr": 0}, "lr > 0"), ({"min_lr_ratio": 2}, "min_lr_ratio"),
+])
+def test_train_config_rejects_bad_values(kw, match):
+    with pytest.raises(DepstatError, match=match):
+        TrainConfig(**kw)
+
+
+def test_device_choice():
+    assert pick_device("cpu").type == "cpu"
+    assert pick_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(DepstatError, match="unknown device"):
+        pick_device("tpu")
+
+
+def test_batches_are_seeded_windows_with_shifted_targets():
+    tokens = np.arange(100)
+    x, y = random_batch(tokens, 8, 4, np.random.default_rng(0), torch.device("cpu"))
+    x2, _ = random_batch(tokens, 8, 4, np.random.default_rng(0), torch.device("cpu"))
+    assert x.shape == (4, 8) and torch.equal(x, x2) and torch.equal(y, x + 1)
+
+
+def test_training_learns_and_is_reproducible():
+    tokens = np.tile(np.arange(7), 400)  # period 7: next token fully determined by position in the cycle
+    cfg = TrainConfig(steps=40, warmup=4, batch_size=8, lr=1e-2, eval_batches=1)
+
+    def fit() -> tuple[float, float]:
+        torch.manual_seed(0)
+        model = GPT(ModelConfig(vocab_size=7, n_layer=1, n_head=2, d_model=16, block_size=16))
+        res = train(model, tokens, tokens, cfg)
+        assert res.tokens_per_second > 0 and len(res.train_loss) == 20
+        return res.train_loss[0], res.val_loss
+
+    first, val = fit()
+    assert val < 0.2 * first
+    assert fit()[1] == val  # same seed, same data order: the same model
+
+
+def test_evaluate_counts_only_masked_targets():
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(vocab_size=5, n_layer=1, n_head=1, d_model=8, block_size=8))
+    tokens = np.random.default_rng(0).integers(0, 5, 64)
+    full = evaluate(model, tokens, 8, 4)
+    assert full["n_targets"] == 32 and math.isclose(full["perplexity"], math.exp(full["loss"]))
+    mask = np.zeros(64, dtype=bool)
+    mask[::2] = True
+    part = evaluate(model, tokens, 8, 4, mask=mask)
+    assert part["n_targets"] == 16
+    none = evaluate(model, tokens, 8, 4, mask=np.zeros(64, dtype=bool))
+    assert none["n_targets"] == 0 and math.isnan(none["loss"])
+    with pytest.raises(DepstatError, match="fewer than one window"):
+        evaluate(model, tokens[:5], 8, 1)
+
+
+# Fits and decisions
+
+
+def test_fit_recovers_an_exact_law():
+    W = np.repeat(np.geomspace(4, 64, 5), 2)
+    fit = fit_frequency_law(W, 3.02 / W)
+    assert fit["slope"] == pytest.approx(-1.0) and fit["c"] == pytest.approx(3.02)
+    assert fit["c_free"] == pytest.approx(3.02) and fit["r2"] == pytest.approx(1.0)
+    assert fit["slope_ci"][0] == pytest.approx(-1.0) and fit["c_ci"][1] == pytest.approx(3.02)
+
+
+def test_fit_recovers_a_noisy_law_inside_its_intervals():
+    rng = np.random.default_rng(1)
+    W = np.repeat(np.geomspace(4, 64, 5), 4)
+    theta = 2.0 * W ** -0.7 * np.exp(0.05 * rng.standard_normal(W.size))
+    fit = fit_frequency_law(W, theta)
+    assert fit["slope_ci"][0] < -0.7 < fit["slope_ci"][1] and fit["slope_ci"][1] < -0.6
+    assert fit["c_free"] == pytest.approx(2.0, rel=0.15)
+    assert fit["c_ci"][0] < fit["c"] < fit["c_ci"][1]
+
+
+def test_fit_needs_two_widths():
+    with pytest.raises(DepstatError, match="two or more distinct W"):
+        fit_frequency_law(np.array([8.0, 8.0]), np.array([0.3, 0.4]))
+
+
+def test_block_width_is_the_block_length():
+    for block in (4, 16, 64):
+        assert 0.9 * block <= width_for_block(block)["W"] <= block
+
+
+def test_within_noise_uses_the_spread_of_both_means():
+    best = mean_spread([3.00, 3.02])
+    assert within_noise(mean_spread([3.01, 3.03]), best)[0]
+    assert not within_noise(mean_spread([3.20, 3.21]), best)[0]
+    assert within_noise(best, best) == (True, pytest.approx(2 * 0.01414, rel=1e-2))
+
+
+def test_bases_include_the_habits():
+    bases = bases_to_try(300.0, 256)
+    assert bases["10000"] == 1e4 and bases["L_train"] == 256
+    assert bases["far_lower"] < bases["recommended"] / 10 and bases["far_higher"] > 10 * bases["10000"]
+
+
+def test_arithmetic_masks_mark_names_and_answers():
+    texts = ["Let ab = 7. Let c = ab * 3. What is c? Answer: 21.", "Let x = 1. Let y = x - x. What is y? Answer: 0."]
+    tokens = text_bytes(texts)
+    masks = arithmetic_masks(texts)
+    assert masks["copy"].shape == tokens.shape
+    as_text = lambda m: bytes(tokens[m].astype(np.uint8)).decode()  # noqa: E731
+    assert as_text(masks["copy"]) == "abcxy" and as_text(masks["answer"]) == "210"
+
+
+def test_run_store_reuses_finished_runs_and_reruns_on_a_new_spec(tmp_path):
+    calls = []
+
+    def job() -> dict:
+        calls.append(1)
+        return {"loss": float(len(calls)), "array": np.arange(2)}
+
+    store = RunStore(tmp_path)
+    assert store.get("a", {"x": 1}, job)["loss"] == 1.0
+    assert RunStore(tmp_path).get("a", {"x": 1}, job) == {"loss": 1.0, "array": [0, 1], "wall_seconds": pytest.approx(0, abs=1)}
+    assert len(calls) == 1
+    again = RunStore(tmp_path)
+    assert again.get("a", {"x": 2}, job)["loss"] == 2.0 and again.counts() == {"trained": 1, "reused": 0}
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["a.json"]  # no temporary file left
+
+
+def test_run_rejects_bad_names_and_paths(tmp_path):
+    with pytest.raises(DepstatError, match="unknown experiment"):
+        validate.run("nope", tmp_path)
+    with pytest.raises(DepstatError, match="no such corpus"):
+        validate.run("lerope", tmp_path, corpus=tmp_path / "missing.jsonl")
+    with pytest.raises(DepstatError, match="seeds"):
+        validate.run("frequency-law", tmp_path, quick=True, seeds=0)
+
+
+def test_cli_without_torch_says_how_to_install(tmp_path):
+    fake = tmp_path / "no_torch" / "torch"  # a torch that fails to import, first on the path
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
+    env = {**os.environ, "PYTHONPATH": str(fake.parent)}
+    proc = subprocess.run([sys.executable, "-m", "depstat.cli", "validate", "pi", "--quick", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert "pip install torch==2.13.0 && pip install -e '.[validate]'" in proc.stderr
+
+
+# The experiments, quick mode, through the CLI (in process: Numba compiles once)
+
+KEYS = {
+    "frequency-law": ["c", "c_ci", "slope", "slope_ci", "reproduces"],
+    "base-sweep": ["per_base", "recommended_within_noise", "best", "advice"],
+    "pi": ["table", "advice"],
+    "lerope": ["loss_delta_vs_rope", "dominant_wavelength_over_Ltrain", "learned_frequencies", "depstat"],
+}
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory) -> dict:
+    """Each experiment's quick run: its output directory, result and wall time."""
+    out = {}
+    for name in KEYS:
+        d = tmp_path_factory.mktemp(name)
+        start = time.perf_counter()
+        assert main(["validate", name, "--quick", "--out", str(d), "--threads", "1"]) == 0
+        out[name] = (d, json.loads((d / "result.json").read_text()), time.perf_counter() - start)
+    return out
+
+
+def _finite(value) -> bool:
+    """Every number inside value is finite (intervals may be infinite only with one seed)."""
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return not isinstance(value, float) or math.isfinite(value)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(KEYS))
+def test_quick_run_writes_result_and_figures(quick, name):
+    d, result, seconds = quick[name]
+    assert set(KEYS[name]) <= set(result) and result["quick"] is True
+    assert result["run_counts"]["trained"] > 0 and result["tokens_per_second"] > 0
+    assert all((d / f).is_file() and (d / f).stat().st_size > 1000 for f in result["figures"])
+    assert _finite({k: result[k] for k in KEYS[name]})
+    print(f"{name} quick: {seconds:.1f} s")
+
+
+@pytest.mark.slow
+def test_quick_results_make_sense(quick):
+    fl = quick["frequency-law"][1]
+    assert fl["slope_ci"][0] <= fl["slope"] <= fl["slope_ci"][1] and fl["c"] > 0
+    assert [r["block"] for r in fl["runs"]] == [4, 4, 16, 16, 64, 64]
+    bs = quick["base-sweep"][1]
+    assert set(bs["per_base"]) == {"recommended", "L_train", "10000", "far_lower", "far_higher"}
+    assert all(p["n"] == 2 for p in bs["per_base"].values())
+    assert bs["per_base"]["recommended"]["base"] == pytest.approx(bs["advice"]["rope_theta"])
+    pi = quick["pi"][1]["table"]
+    for kind in ("natural text", "arithmetic"):
+        assert {"train_length", "none", "pi", "yarn"} <= set(pi[kind])
+        assert pi[kind]["predicted_method"] in ("pi", "yarn")
+    assert 0 <= pi["arithmetic"]["pi"]["copy_accuracy"]["mean"] <= 1
+    le = quick["lerope"][1]
+    assert len(le["learned_frequencies"]) == 16 and le["dominant_wavelength_over_Ltrain"] > 0
+    assert le["learned_frequencies"] != le["initial_frequencies"]  # LeRoPE's alphas moved
+
+
+@pytest.mark.slow
+def test_rerun_reuses_finished_runs(quick, capsys):
+    d, first, _ = quick["frequency-law"]
+    runs = sorted((d / "runs").glob("*.json"))
+    before = {p: p.stat().st_mtime_ns for p in runs}
+    assert main(["validate", "frequency-law", "--quick", "--out", str(d), "--threads", "1"]) == 0
+    again = json.loads((d / "result.json").read_text())
+    assert again["run_counts"] == {"trained": 0, "reused": len(runs)}
+    assert {p: p.stat().st_mtime_ns for p in runs} == before
+    assert again["c"] == first["c"] and "0 runs trained" in capsys.readouterr().out
