@@ -1,0 +1,267 @@
+"""End-to-end time of ``depstat.profile`` on about 100 MB of jsonl, split by stage.
+
+Builds a jsonl corpus from text on this machine, every document distinct (no text is
+repeated: repeats would inflate MI and flatter the cache), in this order until ``--mb``:
+
+1. the Python standard library (``sysconfig.get_path("stdlib")``, site-packages excluded):
+   every UTF-8 text file, one document per file;
+2. the fortune files in ``/usr/share/games/fortunes`` (Debian ``fortunes``), if installed;
+3. GCIDE, the Collaborative International Dictionary of English
+   (``/usr/share/dictd/gcide.dict.dz``, Debian ``dict-gcide``), if installed, cut into
+   documents of about 64 KB at entry boundaries;
+4. Python source under this interpreter's site-packages, one document per file, to fill up.
+
+Files with identical content are taken once. Then it times, in one process, after a tiny
+warm-up profile (Numba compiles or loads its kernels there):
+
+* ``profile()`` with an empty cache (cold), split into read + train + tokenize, count and
+  estimate (``Profile.run["seconds"]``);
+* the tokenize stage again with that cache filled (warm: what a rerun's ``profile()``
+  spends before counting, which is unchanged) and without a cache (``text_streams``),
+  granularity by granularity; the warm and uncached streams must be identical or the
+  run fails;
+* reading the documents alone, and reading plus cutting them into hashed shards: what a
+  warm run still does for every granularity;
+* ``encode_batch_fast`` on ``--encode-mb`` of text in two fresh interpreters, one with
+  ``RAYON_NUM_THREADS=1``: wall and CPU seconds, to show the thread pool at work.
+
+Run: ``python benchmarks/bench_end_to_end.py [--mb 100] [-g NAME ...] [--max-tokens N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from benchlib import format_table, machine_line
+from depstat.cache import TokenCache, split_shards
+from depstat.corpus import open_corpus
+from depstat.granularity import DEFAULT_LADDER, text_streams
+from depstat.profile import _sample, profile
+
+FORTUNES_DIR = Path("/usr/share/games/fortunes")
+GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
+GCIDE_DOC_BYTES = 64 * 1024
+GRANULARITIES = ("bytes", "bpe-8k", "words")  # the ladder's two ends and one BPE: fits in 10 minutes on 2 cores
+
+
+def text_files(
+    label: str, root: Path, suffixes: tuple[str, ...] | None, skip: str | None = None,
+) -> Iterator[tuple[str, str]]:
+    """(label, text) of every UTF-8 text file under ``root`` in sorted order, optionally by suffix."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if skip is not None:
+            dirnames[:] = [d for d in dirnames if d != skip]
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if path.is_symlink() or (suffixes is not None and path.suffix not in suffixes):
+                continue
+            try:
+                data = path.read_bytes()
+                text = data.decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if "\0" not in text and text.strip():
+                yield label, text
+
+
+def fortune_docs() -> Iterator[tuple[str, str]]:
+    """Each plain fortune file (not the .dat indexes) as one document."""
+    if FORTUNES_DIR.is_dir():
+        for path in sorted(FORTUNES_DIR.iterdir()):
+            if path.is_file() and not path.is_symlink() and not path.suffix:
+                yield "fortunes", path.read_text(encoding="utf-8", errors="replace")
+
+
+def gcide_docs() -> Iterator[tuple[str, str]]:
+    """GCIDE in documents of about 64 KB, cut at blank lines (between entries)."""
+    if not GCIDE.is_file():
+        return
+    text = gzip.open(GCIDE).read().decode("utf-8", errors="replace")
+    start = 0
+    while start < len(text):
+        cut = text.find("\n\n", start + GCIDE_DOC_BYTES)
+        end = len(text) if cut < 0 else cut + 2
+        yield "gcide", text[start:end]
+        start = end
+
+
+def build_corpus(path: Path, target_bytes: int) -> dict[str, list[int]]:
+    """Write distinct documents to ``path`` until ``target_bytes``; documents and bytes per source."""
+    stdlib = Path(sysconfig.get_path("stdlib"))
+    sources = [
+        text_files("stdlib", stdlib, None, skip="site-packages"),
+        fortune_docs(),
+        gcide_docs(),
+        *(text_files("site-packages .py", Path(p), (".py",)) for p in sorted(set(sys.path)) if p.endswith("site-packages")),
+    ]
+    seen: set[bytes] = set()
+    per_source: dict[str, list[int]] = {}
+    total = 0
+    with path.open("w", encoding="utf-8") as out:
+        for source in sources:
+            for label, text in source:
+                data = text.encode("utf-8")
+                digest = hashlib.blake2b(data, digest_size=16).digest()
+                if digest in seen:
+                    continue
+                seen.add(digest)
+                out.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
+                counts = per_source.setdefault(label, [0, 0])
+                counts[0] += 1
+                counts[1] += len(data)
+                total += len(data)
+                if total >= target_bytes:
+                    return per_source
+    return per_source
+
+
+def encode_probe(text_path: Path, mb: float, threads: str | None) -> tuple[float, float]:
+    """(wall s, CPU s) of ``encode_batch_fast`` on ``mb`` MB of the corpus in a fresh interpreter."""
+    code = f"""
+import json, resource, time
+from depstat.cache import TokenCache, split_shards
+from depstat.granularity import _encode, train_bpe
+texts, size = [], 0
+for line in open({str(text_path)!r}, encoding="utf-8"):
+    texts.append(json.loads(line)["text"]); size += len(texts[-1])
+    if size >= {mb} * 1e6: break
+tok = train_bpe(texts[:200], 8192)
+shards = list(split_shards(texts))
+cpu0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+for shard in shards: _encode(tok, shard.texts)
+cpu1, t1 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+print(t1 - t0, cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime)
+"""
+    env = dict(os.environ)
+    env.pop("RAYON_NUM_THREADS", None)
+    if threads is not None:
+        env["RAYON_NUM_THREADS"] = threads
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    wall, cpu = out.stdout.split()
+    return float(wall), float(cpu)
+
+
+def timed_each(seconds: dict[str, float], key: str, items: Iterator) -> Iterator:
+    """The items, adding the time each takes to produce to ``seconds[key]``."""
+    while True:
+        start = time.perf_counter()
+        item = next(items, None)
+        seconds[key] += time.perf_counter() - start
+        if item is None:
+            return
+        yield item
+
+
+def timed(fn) -> tuple[float, object]:
+    start = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - start, value
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", type=float, default=100, help="corpus size in MB of UTF-8 text (default: 100)")
+    ap.add_argument("-g", "--granularity", action="append", default=None,
+                    help=f"granularities (default: {' '.join(GRANULARITIES)}; depstat's own default is {' '.join(DEFAULT_LADDER)})")
+    ap.add_argument("--max-tokens", type=int, default=None, help="profile's --max-tokens (default: the whole corpus)")
+    ap.add_argument("--max-offset", type=int, default=2048, help="profile's --max-offset (default: 2048)")
+    ap.add_argument("--train-docs", type=int, default=20_000, help="profile's --train-docs (default: 20000)")
+    ap.add_argument("--encode-mb", type=float, default=8, help="text for the thread-pool probe (default: 8 MB)")
+    ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "depstat-bench-e2e",
+                    help="where the corpus and the cache go (emptied first, removed at the end)")
+    args = ap.parse_args()
+    names = args.granularity or list(GRANULARITIES)
+
+    print(machine_line())
+    print(f"tokenizers thread pool: RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'unset')}, "
+          f"TOKENIZERS_PARALLELISM={os.environ.get('TOKENIZERS_PARALLELISM', 'unset')}")
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    args.workdir.mkdir(parents=True)
+    corpus_path, cache_dir = args.workdir / "corpus.jsonl", args.workdir / "cache"
+    try:
+        build_s, per_source = timed(lambda: build_corpus(corpus_path, int(args.mb * 1e6)))
+        total = sum(b for _, b in per_source.values())
+        print(f"\ncorpus: {corpus_path.stat().st_size / 1e6:.1f} MB jsonl, {total / 1e6:.1f} MB of text, "
+              f"{sum(d for d, _ in per_source.values())} distinct documents, built in {build_s:.1f} s")
+        print(format_table(["source", "documents", "MB"],
+                           [[k, d, f"{b / 1e6:.1f}"] for k, (d, b) in per_source.items()]))
+        if total < args.mb * 1e6 * 0.95:
+            print(f"note: only {total / 1e6:.1f} MB of distinct text found (asked for {args.mb:g} MB)")
+
+        opts = dict(granularities=names, max_tokens=args.max_tokens, max_offset=args.max_offset,
+                    train_docs=args.train_docs)
+        print(f"\nprofile options: {opts}")
+        profile(str(corpus_path), granularities=["bytes"], max_docs=20, max_offset=64)  # Numba warm-up
+
+        wall, cold = timed(lambda: profile(str(corpus_path), cache_dir=cache_dir, **opts))
+        print(f"cold profile(): {wall:.1f} s", file=sys.stderr)
+
+        corpus = open_corpus(str(corpus_path))
+
+        def documents():
+            return _sample(corpus, None, args.max_tokens)
+
+        warm_cache = TokenCache(cache_dir)
+        seconds = {"warm": 0.0, "none": 0.0}
+        warm = timed_each(seconds, "warm", text_streams(documents, names, train_docs=args.train_docs, cache=warm_cache))
+        plain = timed_each(seconds, "none", text_streams(documents, names, train_docs=args.train_docs))
+        for a, b in zip(warm, plain, strict=True):  # one granularity at a time: equal streams, equal profiles
+            assert (a.tokens == b.tokens).all() and (a.doc_lengths == b.doc_lengths).all(), a.name
+            assert cold.granularities[a.name]["n_tokens"] == a.n_tokens, a.name
+        read_s, _ = timed(lambda: sum(1 for _ in documents()))
+        shard_s, n_shards = timed(lambda: sum(1 for _ in split_shards(d.text for d in documents())))
+
+        print("\nseconds per stage: profile() with an empty cache; read + train + tokenize again with the cache")
+        print("filled (the tokenize stage of a warm profile(): counting and estimation do not change) and")
+        print("without a cache (streams checked equal to the cached ones)")
+        s = cold.run["seconds"]
+        print(format_table(["stage", "cold cache", "warm cache", "no cache"], [
+            ["read + train + tokenize", f"{s['tokenize']:.1f}", f"{seconds['warm']:.1f}", f"{seconds['none']:.1f}"],
+            ["count", f"{s['count']:.1f}", "", ""],
+            ["estimate", f"{s['estimate']:.1f}", "", ""],
+            ["total profile()", f"{wall:.1f}", f"{wall - s['tokenize'] + seconds['warm']:.1f} (sum)", ""],
+        ]))
+
+        print("\ncache")
+        size = sum(p.stat().st_size for p in cache_dir.rglob("*") if p.is_file())
+        print(format_table(
+            ["run", "shards encoded", "shards reused", "vocabularies trained", "reused"],
+            [[k, c["shards_encoded"], c["shards_reused"], c["tokenizers_trained"], c["tokenizers_reused"]]
+             for k, c in (("cold", cold.run["cache"]), ("warm", warm_cache.counts))],
+        ))
+        print(f"cache size on disk: {size / 1e6:.1f} MB; one pass over the sample: reading {read_s:.2f} s, "
+              f"reading + cutting into {n_shards} hashed shards {shard_s:.2f} s (a warm run does this once "
+              "per granularity, plus once to key the vocabularies)")
+
+        print("\ngranularities")
+        print(format_table(
+            ["granularity", "vocab", "tokens", "docs", "bytes/token"],
+            [[k, g["vocab_size"], g["n_tokens"], g["n_docs"], f"{g['bytes_per_token']:.2f}"]
+             for k, g in cold.granularities.items()],
+        ))
+
+        print(f"\nencode_batch_fast on {args.encode_mb:g} MB with a BPE-8k vocabulary (fresh interpreters)")
+        probe = {t or "default": encode_probe(corpus_path, args.encode_mb, t) for t in ("1", None)}
+        print(format_table(
+            ["RAYON_NUM_THREADS", "wall s", "CPU s", "CPU / wall", "MB/s"],
+            [[k, f"{w:.2f}", f"{c:.2f}", f"{c / w:.2f}", f"{args.encode_mb / w:.2f}"] for k, (w, c) in probe.items()],
+        ))
+    finally:
+        shutil.rmtree(args.workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
