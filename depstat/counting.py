@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numba
 import numpy as np
 
 from depstat import kernels
+from depstat.errors import DepstatError
 from depstat.estimators import TableSums
 from depstat.stream import TokenStream
 
@@ -18,6 +19,10 @@ PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid"
 # before this switch: plug-in profile of 250k byte tokens 0.060 s on one thread, 0.327 s on
 # two; at 1M BPE-8k tokens two threads won, 2.3 s against 4.5 s).
 PARALLEL_MIN_TOKENS = 1_000_000
+# Run counts buffered per worker for the one-sweep jackknife (3 int64 each: 24 MB).
+BUFFER_CELLS = 1 << 20
+# Per-cell counting state of one sweep (16 bytes a cell), sized to stay in a core's L2 cache.
+STATE_BYTES = 1 << 19
 
 
 @contextmanager
@@ -52,21 +57,42 @@ def jackknife_blocks(doc_lengths: np.ndarray, n_blocks: int) -> tuple[np.ndarray
 
 
 class PairCounter:
-    """Token groups, remaining-length and block arrays for one stream, built once."""
+    """Token groups, document and block layout of one stream, built once for all offsets."""
 
-    def __init__(self, stream: TokenStream, n_blocks: int = 20, seed: int = 0) -> None:
+    def __init__(
+        self, stream: TokenStream, n_blocks: int = 20, seed: int = 0, buffer_cells: int = BUFFER_CELLS
+    ) -> None:
         self.stream = stream
+        self.buffer_cells = buffer_cells
         tok = stream.tokens
-        self.order, self.starts = kernels.group_by_token(tok, int(stream.vocab_size))
+        n = tok.shape[0]
+        if n >= 2**31:
+            raise DepstatError(
+                f"granularity {stream.name!r}: {n:,} tokens is more than one counter holds (2^31)",
+                hint="profile a sample with --max-tokens",
+            )
+        order, self.starts = kernels.group_by_token(tok, int(stream.vocab_size))
+        self.order = order.astype(np.int32)
+        # The partner reads are random: the smallest token type keeps more of them in cache.
+        self.tokens = tok.astype(np.min_scalar_type(max(int(stream.vocab_size) - 1, 0)))
         ends = np.cumsum(stream.doc_lengths)
-        doc_of = np.repeat(np.arange(stream.n_docs), stream.doc_lengths)
-        self.rem = (ends[doc_of] - np.arange(tok.shape[0]) - 1).astype(np.int32)
+        doc_starts = ends - stream.doc_lengths
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
-        self.block = np.repeat(
-            np.arange(self.n_blocks, dtype=np.int32), np.diff(self.block_starts)
-        )
-        self.shift = max(tok.shape[0] // 2, 1)
+        # Grouped order: the room left in each position's document, and runs of positions
+        # that share a token group and a jackknife block.
+        doc_of = np.searchsorted(ends, order, side="right")
+        self.rem_sorted = (ends[doc_of] - order - 1).astype(np.int32)
+        block_sorted = np.searchsorted(self.block_starts, order, side="right") - 1
+        del order, doc_of
+        cuts = np.flatnonzero(np.diff(block_sorted)) + 1
+        self.run_starts = np.unique(np.concatenate([cuts, self.starts])).astype(np.int64)
+        self.run_block = block_sorted[self.run_starts[:-1]].astype(np.int64) if n else np.zeros(0, np.int64)
+        # Position order: segments inside one document and one block.
+        self.seg_starts = np.unique(np.concatenate([doc_starts, self.block_starts])).astype(np.int64)
+        self.seg_doc_end = ends[np.searchsorted(ends, self.seg_starts[:-1], side="right")]
+        self.block_segs = np.searchsorted(self.seg_starts, self.block_starts).astype(np.int64)
+        self.shift = max(n // 2, 1)
         self.seed = seed
 
     def partner_seed(self, r: int) -> int:
@@ -75,20 +101,47 @@ class PairCounter:
 
     def sums(self, r: int, partner: str = "real", jackknife: bool = True) -> TableSums:
         """Table sums and jackknife deltas of the pairs at offset r for a partner process."""
-        mode = PARTNER_MODES[partner]
-        seed = self.partner_seed(r)
+        return self.sums_at([r], (partner,), jackknife)[partner, r]
+
+    def sums_at(
+        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
+    ) -> dict[tuple[str, int], TableSums]:
+        """Table sums for every (partner, offset); offsets are swept together in cache-sized batches."""
+        out = {}
+        for batch in self.batches(offsets, len(partners)):
+            out.update(self._sweep(batch, partners, jackknife))
+        return out
+
+    def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
+        """The offsets, ascending, cut into batches whose counting state fits in cache."""
+        offsets = sorted({int(r) for r in offsets})
+        size = max(1, STATE_BYTES // (16 * int(self.stream.vocab_size) * max(n_partners, 1)))
+        return [offsets[i : i + size] for i in range(0, len(offsets), size)]
+
+    def _sweep(
+        self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
+    ) -> dict[tuple[str, int], TableSums]:
+        """One pass of the kernels over the slots (offset, partner), sorted by offset."""
+        slots = sorted((r, PARTNER_MODES[p], p) for r in offsets for p in partners)
+        slot_r = np.array([s[0] for s in slots], dtype=np.int64)
+        slot_mode = np.array([s[1] for s in slots], dtype=np.int64)
+        slot_seed = np.array([self.partner_seed(s[0]) for s in slots], dtype=np.int64)
+        vocab = int(self.stream.vocab_size)
         table = kernels.SUM_TABLES
-        s = self.stream
-        with threads_for(s.n_tokens):
+        with threads_for(self.stream.n_tokens):
             joint, first, joint_jk, first_jk, block_pairs = kernels.joint_sums(
-                s.tokens, self.order, self.starts, self.rem, self.block, self.n_blocks,
-                r, mode, self.shift, seed, table, jackknife,
+                self.tokens, self.order, self.starts, self.rem_sorted, self.run_starts,
+                self.run_block, self.n_blocks, slot_r, slot_mode, slot_seed, self.shift, table,
+                jackknife, self.buffer_cells, numba.get_num_threads(),
             )
             second, second_jk = kernels.second_sums(
-                s.tokens, self.rem, self.block_starts, int(s.vocab_size), r, mode, self.shift,
-                seed, table, jackknife,
+                self.tokens, self.seg_starts, self.seg_doc_end, self.block_segs, vocab,
+                slot_r, slot_mode, slot_seed, self.shift, table, jackknife,
             )
-        return TableSums(
-            int(block_pairs.sum()), joint, first, second, joint_jk, first_jk, second_jk,
-            block_pairs,
-        )
+        return {
+            (p, r): TableSums(
+                int(block_pairs[i].sum()), joint[i], first[i], second[i], joint_jk[i],
+                first_jk[i], second_jk[i], block_pairs[i],
+            )
+            for i, (r, _, p) in enumerate(slots)
+        }

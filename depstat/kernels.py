@@ -116,12 +116,20 @@ def _mix(key: int, seed: int) -> np.uint64:
 
 
 @nb.njit(cache=True, inline="always")
-def _partner(p: int, r: int, mode: int, shift: int, n: int, seed: int) -> int:
+def _rotation_base(p: int, shift: int, n: int) -> int:
+    """Where the rotation null's partner of position p lies at offset 0: (p + shift + jitter) mod n."""
+    jitter = np.int64(_mix(p >> ROTATE_RUN_BITS, ROTATE_SEED) % np.uint64(1 << ROTATE_RUN_BITS))
+    return (p + shift + jitter) % n
+
+
+@nb.njit(cache=True, inline="always")
+def _partner(p: int, base: int, r: int, mode: int, n: int, seed: int) -> int:
+    """Partner position of p at offset r; ``base`` is ``_rotation_base(p)`` (r < n, so one wrap)."""
     if mode == MODE_REAL:
         return p + r
     if mode == MODE_ROTATE:
-        jitter = np.int64(_mix(p >> ROTATE_RUN_BITS, ROTATE_SEED) % np.uint64(1 << ROTATE_RUN_BITS))
-        return (p + r + shift + jitter) % n
+        q = base + r
+        return q - n if q >= n else q
     return np.int64(_mix(p, seed) % np.uint64(n))
 
 
@@ -136,98 +144,177 @@ def _add_sums(out: np.ndarray, n: int, tables: np.ndarray, sign: float) -> None:
     out[2] += sign * (1.0 if n > 0 else 0.0)
 
 
+@nb.njit(cache=True, inline="always")
+def _add_delta(out: np.ndarray, total: int, part: int, tables: np.ndarray) -> None:
+    """Change of the sums when a cell of ``total`` counts loses ``part`` of them."""
+    _add_sums(out, total - part, tables, 1.0)
+    _add_sums(out, total, tables, -1.0)
+
+
+# Per-cell state while a token group is counted: total, (last run + 1), count in that run.
+TOTAL, LAST_RUN, RUN_COUNT, STATE_WIDTH = 0, 1, 2, 4
+
+
+@nb.njit(cache=True, inline="always")
+def _sweep_group(
+    tok, order, rem_s, run_starts, run_block, r0, r1, slot_r, slot_mode, slot_seed, shift, rotate,
+    vocab, tables, state, touched, n_touched, nx_runs, track_runs, totals_known, buf, n_buf,
+    joint_jk,
+):
+    """Count the partners of one token group, run by run, for every slot.
+
+    Slots are sorted by offset, so a position stops at the first slot its document cannot
+    reach. ``state[cell]`` keeps the cell's total and, with ``track_runs``, the last run that
+    hit it and its count there: when a later run hits the cell, the earlier run's count is
+    final. It then goes to ``buf`` while the group's totals are still growing, or straight
+    into the jackknife deltas when ``totals_known`` (a recount after the buffer overflowed).
+    Returns ``(n_touched, n_buf)``; ``n_buf`` is -1 once the buffer has overflowed.
+    """
+    n = tok.shape[0]
+    n_slots = slot_r.shape[0]
+    for i in range(r0, r1):
+        nx_run = nx_runs[i - r0]
+        for k in range(run_starts[i], run_starts[i + 1]):
+            p = order[k]
+            room = rem_s[k]
+            base = _rotation_base(p, shift, n) if rotate else 0
+            for s in range(n_slots):
+                r = slot_r[s]
+                if r > room:
+                    break
+                cell = s * vocab + tok[_partner(p, base, r, slot_mode[s], n, slot_seed[s])]
+                st = cell * STATE_WIDTH
+                if not totals_known:
+                    if state[st + TOTAL] == 0:
+                        touched[n_touched] = cell
+                        n_touched += 1
+                    state[st + TOTAL] += 1
+                    nx_run[s] += 1
+                if track_runs:
+                    last = state[st + LAST_RUN]
+                    if last != i + 1:
+                        if last != 0:
+                            if totals_known:
+                                _add_delta(joint_jk[s, run_block[last - 1]], state[st + TOTAL],
+                                           state[st + RUN_COUNT], tables)
+                            elif 0 <= n_buf < buf.shape[0]:
+                                buf[n_buf, 0] = cell
+                                buf[n_buf, 1] = last - 1
+                                buf[n_buf, 2] = state[st + RUN_COUNT]
+                                n_buf += 1
+                            else:
+                                n_buf = -1
+                        state[st + LAST_RUN] = i + 1
+                        state[st + RUN_COUNT] = 1
+                    else:
+                        state[st + RUN_COUNT] += 1
+    return n_touched, n_buf
+
+
 @nb.njit(cache=True, parallel=True)
 def joint_sums(
     tok: np.ndarray,
     order: np.ndarray,
     starts: np.ndarray,
-    rem: np.ndarray,
-    block: np.ndarray,
+    rem_s: np.ndarray,
+    run_starts: np.ndarray,
+    run_block: np.ndarray,
     n_blocks: int,
-    r: int,
-    mode: int,
+    slot_r: np.ndarray,
+    slot_mode: np.ndarray,
+    slot_seed: np.ndarray,
     shift: int,
-    seed: int,
     tables: np.ndarray,
     jackknife: bool,
+    buffer_cells: int,
+    n_workers: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sums of the joint table and of the first-token marginal at offset ``r``.
+    """Sums of the joint table and of the first-token marginal for every slot (offset, partner).
 
-    Returns ``(joint, first, joint_jk, first_jk, block_pairs)``: the N_SUMS sums of each
-    table, ``*_jk[g]`` the change of those sums when the pairs whose first position lies
-    in block g are deleted, and ``block_pairs[g]`` the number of pairs in block g.
-    With ``jackknife`` False the second sweep is skipped and the deltas stay zero (the
-    pair count of each block is still returned). Chunks of token groups run in parallel;
-    their results are added in a fixed order.
+    ``rem_s[k]`` is the room left in the document of position ``order[k]``. The grouped
+    positions are cut into runs (``run_starts``) that never straddle a token group or a
+    jackknife block; ``run_block`` gives each run's block. One sweep over a group gives its
+    table and, per run, the count of every cell it hit, from which the change of the sums
+    when a block is deleted follows once the group's totals are known. A group whose
+    run counts overflow the buffer (``buffer_cells`` per chunk) is swept a second time.
+
+    Returns ``(joint, first, joint_jk, first_jk, block_pairs)`` with a leading slot axis.
     """
-    n = tok.shape[0]
     vocab = starts.shape[0] - 1
+    n_slots = slot_r.shape[0]
+    width = n_slots * vocab
+    rotate = (slot_mode == MODE_ROTATE).any()
     bounds = chunk_bounds(starts, N_CHUNKS)
-    joint_c = np.zeros((N_CHUNKS, N_SUMS))
-    first_c = np.zeros((N_CHUNKS, N_SUMS))
-    joint_jk_c = np.zeros((N_CHUNKS, n_blocks, N_SUMS))
-    first_jk_c = np.zeros((N_CHUNKS, n_blocks, N_SUMS))
-    pairs_c = np.zeros((N_CHUNKS, n_blocks), dtype=np.int64)
-    for c in nb.prange(N_CHUNKS):
-        cnt = np.zeros(vocab, dtype=np.int64)
-        cnt_blk = np.zeros(vocab, dtype=np.int64)
-        touched = np.empty(vocab, dtype=np.int64)
-        touched_blk = np.empty(vocab, dtype=np.int64)
-        for v in range(bounds[c], bounds[c + 1]):
-            n_touched = 0
-            n_x = 0
-            for k in range(starts[v], starts[v + 1]):
-                p = order[k]
-                if rem[p] < r:
+    group_run = np.searchsorted(run_starts, starts)
+    joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
+    first_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
+    joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
+    first_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
+    pairs_c = np.zeros((N_CHUNKS, n_slots, n_blocks), dtype=np.int64)
+    for w in nb.prange(n_workers):  # scratch arrays per worker, results per chunk
+        state = np.zeros(width * STATE_WIDTH, dtype=np.int32)
+        touched = np.empty(width, dtype=np.int32)
+        buf = np.empty((buffer_cells if jackknife else 0, 3), dtype=np.int64)
+        nx = np.zeros(n_slots, dtype=np.int64)
+        nx_runs = np.zeros((n_blocks, n_slots), dtype=np.int64)
+        for c in range(w, N_CHUNKS, n_workers):
+            jk = joint_jk_c[c]
+            for v in range(bounds[c], bounds[c + 1]):
+                r0, r1 = group_run[v], group_run[v + 1]
+                if r0 == r1:
                     continue
-                y = tok[_partner(p, r, mode, shift, n, seed)]
-                if cnt[y] == 0:
-                    touched[n_touched] = y
-                    n_touched += 1
-                cnt[y] += 1
-                n_x += 1
-                if not jackknife:
-                    pairs_c[c, block[p]] += 1
-            if n_x == 0:
-                continue
-            for i in range(n_touched):
-                _add_sums(joint_c[c], cnt[touched[i]], tables, 1.0)
-            _add_sums(first_c[c], n_x, tables, 1.0)
-            # Jackknife: positions ascend and blocks are contiguous position ranges, so
-            # each block's pairs form one run inside this group.
-            k = starts[v]
-            end = starts[v + 1] if jackknife else starts[v]
-            while k < end:
-                g = block[order[k]]
-                n_t = 0
-                n_g = 0
-                while k < end and block[order[k]] == g:
-                    p = order[k]
-                    k += 1
-                    if rem[p] < r:
-                        continue
-                    y = tok[_partner(p, r, mode, shift, n, seed)]
-                    if cnt_blk[y] == 0:
-                        touched_blk[n_t] = y
-                        n_t += 1
-                    cnt_blk[y] += 1
-                    n_g += 1
-                for i in range(n_t):
-                    y = touched_blk[i]
-                    _add_sums(joint_jk_c[c, g], cnt[y] - cnt_blk[y], tables, 1.0)
-                    _add_sums(joint_jk_c[c, g], cnt[y], tables, -1.0)
-                    cnt_blk[y] = 0
-                if n_g > 0:
-                    _add_sums(first_jk_c[c, g], n_x - n_g, tables, 1.0)
-                    _add_sums(first_jk_c[c, g], n_x, tables, -1.0)
-                    pairs_c[c, g] += n_g
-            for i in range(n_touched):
-                cnt[touched[i]] = 0
-    joint = np.zeros(N_SUMS)
-    first = np.zeros(N_SUMS)
-    joint_jk = np.zeros((n_blocks, N_SUMS))
-    first_jk = np.zeros((n_blocks, N_SUMS))
-    block_pairs = np.zeros(n_blocks, dtype=np.int64)
+                nx_runs[: r1 - r0] = 0
+                n_touched, n_buf = _sweep_group(
+                    tok, order, rem_s, run_starts, run_block, r0, r1, slot_r, slot_mode, slot_seed,
+                    shift, rotate, vocab, tables, state, touched, 0, nx_runs, jackknife, False, buf, 0,
+                    jk,
+                )
+                nx[:] = 0
+                for i in range(r0, r1):
+                    for s in range(n_slots):
+                        m = nx_runs[i - r0, s]
+                        nx[s] += m
+                        pairs_c[c, s, run_block[i]] += m
+                for s in range(n_slots):
+                    if nx[s] > 0:
+                        _add_sums(first_c[c, s], nx[s], tables, 1.0)
+                if jackknife:
+                    for i in range(r0, r1):
+                        for s in range(n_slots):
+                            if nx_runs[i - r0, s] > 0:
+                                _add_delta(first_jk_c[c, s, run_block[i]], nx[s], nx_runs[i - r0, s], tables)
+                    if n_buf < 0:  # sweep again with the totals known, from a clean run state
+                        for j in range(n_touched):
+                            state[touched[j] * STATE_WIDTH + LAST_RUN] = 0
+                        _sweep_group(
+                            tok, order, rem_s, run_starts, run_block, r0, r1, slot_r, slot_mode,
+                            slot_seed, shift, rotate, vocab, tables, state, touched, n_touched,
+                            nx_runs, True, True, buf, 0, jk,
+                        )
+                    else:
+                        for j in range(n_buf):
+                            cell = buf[j, 0]
+                            total = state[cell * STATE_WIDTH + TOTAL]
+                            _add_delta(jk[cell // vocab, run_block[buf[j, 1]]], total, buf[j, 2], tables)
+                for j in range(n_touched):
+                    cell = touched[j]
+                    st = cell * STATE_WIDTH
+                    total = state[st + TOTAL]
+                    s = cell // vocab
+                    _add_sums(joint_c[c, s], total, tables, 1.0)
+                    if jackknife:  # the last run that hit the cell
+                        block = run_block[state[st + LAST_RUN] - 1]
+                        if state[st + RUN_COUNT] == total:  # deleting the block empties the cell
+                            _add_sums(jk[s, block], total, tables, -1.0)
+                        else:
+                            _add_delta(jk[s, block], total, state[st + RUN_COUNT], tables)
+                    for q in range(STATE_WIDTH):
+                        state[st + q] = 0
+    joint = np.zeros((n_slots, N_SUMS))
+    first = np.zeros((n_slots, N_SUMS))
+    joint_jk = np.zeros((n_slots, n_blocks, N_SUMS))
+    first_jk = np.zeros((n_slots, n_blocks, N_SUMS))
+    block_pairs = np.zeros((n_slots, n_blocks), dtype=np.int64)
     for c in range(N_CHUNKS):
         joint += joint_c[c]
         first += first_c[c]
@@ -240,40 +327,49 @@ def joint_sums(
 @nb.njit(cache=True, parallel=True)
 def second_sums(
     tok: np.ndarray,
-    rem: np.ndarray,
-    block_starts: np.ndarray,
+    seg_starts: np.ndarray,
+    seg_doc_end: np.ndarray,
+    block_segs: np.ndarray,
     vocab: int,
-    r: int,
-    mode: int,
+    slot_r: np.ndarray,
+    slot_mode: np.ndarray,
+    slot_seed: np.ndarray,
     shift: int,
-    seed: int,
     tables: np.ndarray,
     jackknife: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sums of the second-token marginal at offset ``r`` and their jackknife deltas.
+    """Sums of the second-token marginal of every slot and their jackknife deltas.
 
-    Block g covers positions ``block_starts[g]:block_starts[g+1]`` (of the first token);
-    blocks are counted in parallel, each into its own row.
+    Positions are cut into segments that lie in one document and one block (segment i is
+    ``seg_starts[i]:seg_starts[i+1]``, its document ends at ``seg_doc_end[i]``); block g is
+    segments ``block_segs[g]:block_segs[g+1]``. The blocks of a slot are counted in
+    parallel, each into its own row.
     """
     n = tok.shape[0]
-    n_blocks = block_starts.shape[0] - 1
+    n_blocks = block_segs.shape[0] - 1
+    n_slots = slot_r.shape[0]
+    sums = np.zeros((n_slots, N_SUMS))
+    deltas = np.zeros((n_slots, n_blocks, N_SUMS))
     per_block = np.zeros((n_blocks, vocab), dtype=np.int64)
-    for g in nb.prange(n_blocks):
-        row = per_block[g]
-        for p in range(block_starts[g], block_starts[g + 1]):
-            if rem[p] >= r:
-                row[tok[_partner(p, r, mode, shift, n, seed)]] += 1
     total = np.zeros(vocab, dtype=np.int64)
-    for g in range(n_blocks):
-        total += per_block[g]
-    sums = np.zeros(N_SUMS)
-    for y in range(vocab):
-        _add_sums(sums, total[y], tables, 1.0)
-    deltas = np.zeros((n_blocks, N_SUMS))
-    for g in nb.prange(n_blocks if jackknife else 0):
-        row = per_block[g]
+    for s in range(n_slots):
+        r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
+        for g in nb.prange(n_blocks):
+            row = per_block[g]
+            row[:] = 0
+            for i in range(block_segs[g], block_segs[g + 1]):
+                end = min(seg_starts[i + 1], seg_doc_end[i] - r)
+                for p in range(seg_starts[i], end):
+                    base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
+                    row[tok[_partner(p, base, r, mode, n, seed)]] += 1
+        total[:] = 0
+        for g in range(n_blocks):
+            total += per_block[g]
         for y in range(vocab):
-            if row[y] > 0:
-                _add_sums(deltas[g], total[y] - row[y], tables, 1.0)
-                _add_sums(deltas[g], total[y], tables, -1.0)
+            _add_sums(sums[s], total[y], tables, 1.0)
+        for g in nb.prange(n_blocks if jackknife else 0):
+            row = per_block[g]
+            for y in range(vocab):
+                if row[y] > 0:
+                    _add_delta(deltas[s, g], total[y], row[y], tables)
     return sums, deltas

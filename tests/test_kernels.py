@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import digamma
 
-from depstat import kernels
+from depstat import counting, kernels
 from depstat.counting import PairCounter, jackknife_blocks
 from depstat.stream import TokenStream
 from tests import naive
@@ -98,13 +98,61 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = counter.sums(7, "rotate")
+        one = counter.sums_at([1, 7, 90], ("real", "rotate"))
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-        many = counter.sums(7, "rotate")
+        many = counter.sums_at([1, 7, 90], ("real", "rotate"))
     finally:
         numba.set_num_threads(before)
-    for name in ("joint", "first", "second", "joint_jk", "first_jk", "second_jk"):
-        npt.assert_array_equal(getattr(one, name), getattr(many, name))
+    for key in one:
+        for name in ("joint", "first", "second", "joint_jk", "first_jk", "second_jk"):
+            npt.assert_array_equal(getattr(one[key], name), getattr(many[key], name))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stream=streams(),
+    offsets=st.lists(st.integers(1, 45), min_size=1, max_size=6),
+    partners=st.lists(st.sampled_from(["real", "rotate", "iid"]), min_size=1, max_size=3, unique=True),
+    workers=st.integers(1, 5),
+    buffer_cells=st.sampled_from([0, 1, 7, 1 << 12]),
+)
+def test_one_sweep_over_many_slots_matches_naive(
+    stream: TokenStream, offsets: list[int], partners: list[str], workers: int, buffer_cells: int
+) -> None:
+    """Offsets and partners counted together, with any worker split, and a jackknife buffer
+    that overflows (0, 1, 7 cells: the group is swept again) or not: each slot equals its twin."""
+    counter = PairCounter(stream, n_blocks=3, seed=1, buffer_cells=buffer_cells)
+    slots = sorted((r, p) for r in set(offsets) for p in partners)
+    slot_r = np.array([r for r, _ in slots])
+    slot_mode = np.array([counting.PARTNER_MODES[p] for _, p in slots])
+    slot_seed = np.array([counter.partner_seed(r) for r, _ in slots])
+    joint, first, joint_jk, first_jk, pairs = kernels.joint_sums(
+        counter.tokens, counter.order, counter.starts, counter.rem_sorted, counter.run_starts,
+        counter.run_block, counter.n_blocks, slot_r, slot_mode, slot_seed, counter.shift,
+        kernels.SUM_TABLES, True, buffer_cells, workers,
+    )
+    many = counter.sums_at(offsets, partners)
+    for i, (r, p) in enumerate(slots):
+        want = naive.naive_sums(
+            stream.tokens, stream.doc_lengths, stream.vocab_size, r, p, counter.block_starts,
+            counter.shift, counter.partner_seed(r),
+        )
+        assert_sums_equal(many[p, r], want)
+        npt.assert_allclose(joint[i], want.joint, rtol=1e-10, atol=1e-8)
+        npt.assert_allclose(joint_jk[i], want.joint_jk, rtol=1e-10, atol=1e-8)
+        npt.assert_allclose(first_jk[i], want.first_jk, rtol=1e-10, atol=1e-8)
+        npt.assert_array_equal(pairs[i], want.block_pairs)
+
+
+def test_offsets_are_batched_to_fit_the_cache() -> None:
+    rng = np.random.default_rng(0)
+    small = PairCounter(TokenStream("s", rng.integers(0, 256, 5000), [5000], 256))
+    large = PairCounter(TokenStream("l", rng.integers(0, 8000, 5000), [5000], 8000))
+    offsets = list(range(1, 30))
+    assert small.batches(offsets, 2) == [offsets]
+    cut = large.batches(reversed(offsets), 2)
+    assert [r for b in cut for r in b] == offsets and len(cut) > 1
+    assert max(len(b) for b in cut) * 2 * 8000 * 16 <= counting.STATE_BYTES
 
 
 @pytest.mark.parametrize(
