@@ -173,34 +173,43 @@ def mi_profile(
             "one document: the null partner lies half the document away, so dependence at that "
             "range would be subtracted as bias"
         )
-    rows, skipped = [], []
+    rows, skipped, usable = [], [], []
+    for r in sorted({int(r) for r in offsets}):
+        (usable if stream.pairs_at(r)[0] >= MIN_PAIRS else skipped).append(r)
+    partners = ("real",) + est.nulls_needed(estimator)
+    deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
     with bar(desc=f"count {stream.name}", unit="offset", total=len(offsets)) as progress:
-        for r in offsets:
-            r = int(r)
-            n_pairs, n_docs = stream.pairs_at(r)
-            progress.update(1)
-            if n_pairs < MIN_PAIRS:
-                skipped.append(r)
-                continue
-            deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
+        progress.update(len(skipped))
+        for batch in counter.batches(usable, len(partners)):
             with clock("count"):
-                real = counter.sums(r, "real", jackknife=deltas)
-                nulls = {m: counter.sums(r, m, jackknife=deltas) for m in est.nulls_needed(estimator)}
-            with clock("estimate"):
-                point = est.estimate(estimator, real, nulls)
-                if interval:
-                    se, lo, hi = est.jackknife_interval(point, est.replicates(estimator, real, nulls), confidence)
-                else:
-                    se = lo = hi = float("nan")
-            floor = hi - point
-            rows.append({
-                "granularity": stream.name, "offset": r, "mi_bits": point, "ci_low": lo,
-                "ci_high": hi, "se": se, "noise_floor": floor,
-                "significant": bool(lo > 0) if np.isfinite(lo) else bool(point > 0),
-                "n_pairs": n_pairs, "n_docs": n_docs, "estimator": estimator,
-            })
+                sums = counter.sums_at(batch, partners, jackknife=deltas)
+            progress.update(len(batch))
+            for r in batch:
+                real = sums["real", r]
+                nulls = {m: sums[m, r] for m in partners[1:]}
+                with clock("estimate"):
+                    rows.append(_row(stream, r, estimator, real, nulls, interval, confidence))
     table = pl.DataFrame(rows, schema=SCHEMA)
     return table, skipped
+
+
+def _row(
+    stream: TokenStream, r: int, estimator: str, real: est.TableSums,
+    nulls: dict[str, est.TableSums], interval: bool, confidence: float,
+) -> dict:
+    """One row of the profile table: the estimate at offset r with its interval."""
+    point = est.estimate(estimator, real, nulls)
+    if interval:
+        se, lo, hi = est.jackknife_interval(point, est.replicates(estimator, real, nulls), confidence)
+    else:
+        se = lo = hi = float("nan")
+    n_pairs, n_docs = stream.pairs_at(r)
+    return {
+        "granularity": stream.name, "offset": r, "mi_bits": point, "ci_low": lo,
+        "ci_high": hi, "se": se, "noise_floor": hi - point,
+        "significant": bool(lo > 0) if np.isfinite(lo) else bool(point > 0),
+        "n_pairs": n_pairs, "n_docs": n_docs, "estimator": estimator,
+    }
 
 
 def profile(
