@@ -62,6 +62,11 @@ def corpus_options() -> argparse.ArgumentParser:
     e.add_argument("--confidence", type=float, default=0.95, help="interval confidence level (default: 0.95)")
     e.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help=f"jackknife blocks (default: {DEFAULT_BLOCKS})")
     e.add_argument("--seed", type=int, default=0, help="seed of the i.i.d. null (shuffle estimator)")
+    d = p.add_argument_group("distributed counting (Dask; pip install -e '.[dask]')")
+    w = d.add_mutually_exclusive_group()
+    w.add_argument("--workers", type=int, default=None, metavar="N", help="count on an embedded Dask LocalCluster of N worker processes")
+    w.add_argument("--scheduler", default=None, metavar="ADDRESS", help="count on an existing Dask cluster (e.g. tcp://host:8786)")
+    d.add_argument("--shared-dir", default=None, metavar="DIR", help="where workers read the token stream (must be shared storage with --scheduler; default: temp dir)")
     return p
 
 
@@ -172,6 +177,9 @@ def run_profile(args: argparse.Namespace) -> Profile:
         train_docs=args.train_docs,
         seed=args.seed,
         cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()),
+        workers=args.workers,
+        scheduler=args.scheduler,
+        shared_dir=args.shared_dir,
         text_field=args.text_field,
         ids_field=args.ids_field,
         eos_id=args.eos_id,

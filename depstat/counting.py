@@ -36,6 +36,24 @@ def threads_for(n_tokens: int) -> Iterator[None]:
         numba.set_num_threads(before)
 
 
+def partner_seed(seed: int, r: int) -> int:
+    """Seed of the i.i.d. null at offset r (different offsets draw different partners)."""
+    return seed * 1_000_003 + r
+
+
+def slot_arrays(
+    offsets: Sequence[int], partners: Sequence[str], seed: int
+) -> tuple[list[tuple[int, int, str]], np.ndarray, np.ndarray, np.ndarray]:
+    """Slots (offset, mode, partner) sorted by offset, and their offset, mode and seed arrays."""
+    slots = sorted((int(r), PARTNER_MODES[p], p) for r in offsets for p in partners)
+    return (
+        slots,
+        np.array([s[0] for s in slots], dtype=np.int64),
+        np.array([s[1] for s in slots], dtype=np.int64),
+        np.array([partner_seed(seed, s[0]) for s in slots], dtype=np.int64),
+    )
+
+
 def jackknife_blocks(doc_lengths: np.ndarray, n_blocks: int) -> tuple[np.ndarray, str]:
     """Start positions of contiguous jackknife blocks, and what a block is.
 
@@ -96,8 +114,8 @@ class PairCounter:
         self.seed = seed
 
     def partner_seed(self, r: int) -> int:
-        """Seed of the i.i.d. null at offset r (different offsets draw different partners)."""
-        return self.seed * 1_000_003 + r
+        """Seed of the i.i.d. null at offset r."""
+        return partner_seed(self.seed, r)
 
     def sums(self, r: int, partner: str = "real", jackknife: bool = True) -> TableSums:
         """Table sums and jackknife deltas of the pairs at offset r for a partner process."""
@@ -122,10 +140,7 @@ class PairCounter:
         self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
     ) -> dict[tuple[str, int], TableSums]:
         """One pass of the kernels over the slots (offset, partner), sorted by offset."""
-        slots = sorted((r, PARTNER_MODES[p], p) for r in offsets for p in partners)
-        slot_r = np.array([s[0] for s in slots], dtype=np.int64)
-        slot_mode = np.array([s[1] for s in slots], dtype=np.int64)
-        slot_seed = np.array([self.partner_seed(s[0]) for s in slots], dtype=np.int64)
+        slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
         vocab = int(self.stream.vocab_size)
         table = kernels.SUM_TABLES
         with threads_for(self.stream.n_tokens):

@@ -373,3 +373,31 @@ def second_sums(
                 if row[y] > 0:
                     _add_delta(deltas[s, g], total[y], row[y], tables)
     return sums, deltas
+
+
+@nb.njit(cache=True)
+def partner_positions(p: np.ndarray, r: int, mode: int, shift: int, n: int, seed: int) -> np.ndarray:
+    """Partner positions of the first positions ``p`` at offset r (the kernels' definition)."""
+    out = np.empty(p.shape[0], dtype=np.int64)
+    for i in range(p.shape[0]):
+        base = _rotation_base(p[i], shift, n) if mode == MODE_ROTATE else 0
+        out[i] = _partner(p[i], base, r, mode, n, seed)
+    return out
+
+
+@nb.njit(cache=True)
+def count_sums(counts: np.ndarray, tables: np.ndarray) -> np.ndarray:
+    """The N_SUMS sums of a vector of counts."""
+    out = np.zeros(N_SUMS)
+    for i in range(counts.shape[0]):
+        _add_sums(out, counts[i], tables, 1.0)
+    return out
+
+
+@nb.njit(cache=True)
+def count_deltas(totals: np.ndarray, parts: np.ndarray, tables: np.ndarray) -> np.ndarray:
+    """Change of the sums when each cell of ``totals`` loses ``parts`` of its counts."""
+    out = np.zeros(N_SUMS)
+    for i in range(totals.shape[0]):
+        _add_delta(out, totals[i], parts[i], tables)
+    return out

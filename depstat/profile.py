@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +24,7 @@ from depstat import estimators as est
 from depstat.cache import TokenCache
 from depstat.corpus import Corpus, Document, open_corpus
 from depstat.counting import PairCounter
+from depstat.distributed import counters
 from depstat.errors import DepstatError
 from depstat.granularity import DEFAULT_LADDER, check_names, ids_stream, text_streams
 from depstat.progress import bar
@@ -155,6 +156,7 @@ def mi_profile(
     seed: int = 0,
     interval: bool = True,
     timings: dict[str, float] | None = None,
+    counter: Callable[..., PairCounter] = PairCounter,
 ) -> tuple[pl.DataFrame, list[int]]:
     """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs.
 
@@ -166,7 +168,7 @@ def mi_profile(
     if not 0 < confidence < 1:
         raise DepstatError(f"confidence must be between 0 and 1, got {confidence}")
     with clock("count"):
-        counter = PairCounter(stream, n_blocks=n_blocks, seed=seed)
+        counter = counter(stream, n_blocks=n_blocks, seed=seed)
     stream.info["jackknife_unit"] = counter.block_unit
     if stream.n_docs < 2 and est.nulls_needed(estimator):
         stream.info["warning"] = (
@@ -227,6 +229,9 @@ def profile(
     train_docs: int | None = 20_000,
     seed: int = 0,
     cache_dir: str | Path | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    shared_dir: str | Path | None = None,
     **corpus_options,
 ) -> Profile:
     """Profile a corpus (a path, glob, ``hf:OWNER/NAME`` or an open Corpus) at each granularity.
@@ -237,7 +242,9 @@ def profile(
     for pre-tokenized input), so every granularity sees the same documents. With
     ``cache_dir`` (e.g. ``depstat.cache.default_cache_dir()``), trained vocabularies and
     tokenized shards are kept there and reused (``depstat.cache``); ``Profile.run`` says
-    how many, and the seconds spent tokenizing, counting and estimating.
+    how many, and the seconds spent tokenizing, counting and estimating. With ``workers``
+    (an embedded Dask LocalCluster) or ``scheduler`` (an existing cluster's address) the
+    pairs are counted on Dask workers (``depstat.distributed``), with the same results.
     """
     _check_estimator(estimator)
     if n_blocks < 2:
@@ -252,10 +259,12 @@ def profile(
     if grid.size == 0 or grid.min() < 1:
         raise DepstatError("offsets must be positive integers")
 
-    with _local_copy(corpus, max_docs, max_tokens) as source:
+    with _local_copy(corpus, max_docs, max_tokens) as source, counters(workers, scheduler, shared_dir) as (
+        make_counter, engine,
+    ):
         return _profile(
             corpus, source, granularities, tokenizers, grid, estimator, confidence, n_blocks,
-            max_docs, max_tokens, vocab_size, train_docs, seed, cache,
+            max_docs, max_tokens, vocab_size, train_docs, seed, cache, make_counter, engine,
         )
 
 
@@ -284,7 +293,7 @@ def _profile(
     corpus: Corpus, source: Corpus, granularities: Sequence[str] | None, tokenizers: Sequence[str],
     grid: np.ndarray, estimator: str, confidence: float, n_blocks: int, max_docs: int | None,
     max_tokens: int | None, vocab_size: int | None, train_docs: int | None, seed: int,
-    cache: TokenCache | None,
+    cache: TokenCache | None, make_counter: Callable[..., PairCounter], engine: dict,
 ) -> Profile:
     """The body of ``profile``: ``source`` is read, ``corpus`` is what gets described."""
 
@@ -313,7 +322,9 @@ def _profile(
     tables, facts, skipped = [], {}, {}
     seconds = {"tokenize": 0.0, "count": 0.0, "estimate": 0.0}
     for stream in _Stopwatch(seconds).each("tokenize", streams):
-        table, skip = mi_profile(stream, grid, estimator, confidence, n_blocks, seed, timings=seconds)
+        table, skip = mi_profile(
+            stream, grid, estimator, confidence, n_blocks, seed, timings=seconds, counter=make_counter,
+        )
         if table.height == 0:
             raise DepstatError(
                 f"granularity {stream.name!r}: every document is shorter than every offset "
@@ -332,7 +343,7 @@ def _profile(
         estimator=estimator,
         confidence=confidence,
         skipped_offsets=skipped,
-        run={"seconds": seconds, **({"cache": {"dir": str(cache.root), **cache.counts}} if cache else {})},
+        run={"seconds": seconds, "engine": engine, **({"cache": {"dir": str(cache.root), **cache.counts}} if cache else {})},
     )
 
 

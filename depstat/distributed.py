@@ -1,0 +1,181 @@
+"""Counting on a Dask cluster: shards of the stream become count tables on the workers.
+
+The stream is written once as a ``.npy`` file that every worker memory-maps (a local
+directory for an embedded ``LocalCluster``; storage all workers share for ``--scheduler``).
+For each batch of offsets a task per shard counts the pairs whose first position lies in
+the shard (``tables.shard_tables``); the tables of a jackknife block are merged on a worker,
+and one task per slot turns the block tables into ``TableSums``. Only those sums travel back,
+so the client never holds a table. Shards never straddle a block, tasks are pure, and sums
+are added in a fixed order: the result does not depend on the number of workers, on which
+worker ran what, or on a worker that died and had its tasks rerun.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from depstat.counting import PairCounter, jackknife_blocks, slot_arrays
+from depstat.errors import DepstatError
+from depstat.estimators import TableSums
+from depstat.stream import TokenStream
+from depstat.tables import CountTable, merge, shard_tables, table_sums
+
+SHARD_TOKENS = 1 << 22  # positions per shard task
+OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
+
+
+def _dask():
+    try:
+        import distributed
+    except ImportError:
+        raise DepstatError(
+            "--workers/--scheduler need Dask", hint="pip install -e '.[dask]' (dask[distributed])"
+        ) from None
+    return distributed
+
+
+@contextmanager
+def dask_client(workers: int | None = None, scheduler: str | None = None) -> Iterator[object]:
+    """A ``distributed.Client``: an embedded LocalCluster of ``workers`` processes, or ``scheduler``."""
+    distributed = _dask()
+    if scheduler:
+        try:
+            client = distributed.Client(scheduler, timeout="20s")
+        except OSError as err:
+            raise DepstatError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
+        with client:
+            yield client
+        return
+    if workers is None or workers < 1:
+        raise DepstatError(f"--workers must be at least 1, got {workers}")
+    with distributed.LocalCluster(
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        host="127.0.0.1",
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@contextmanager
+def counters(
+    workers: int | None = None, scheduler: str | None = None, shared_dir: str | os.PathLike | None = None,
+) -> Iterator[tuple[Callable[..., object], dict]]:
+    """What counts the pairs: ``PairCounter`` in this process, or ``DaskCounter`` on a cluster.
+
+    Yields the counter's constructor (``stream, n_blocks=, seed=``) and a description of
+    the engine for the run record.
+    """
+    if workers is None and scheduler is None:
+        yield PairCounter, {"name": "local"}
+        return
+    if workers is not None and scheduler is not None:
+        raise DepstatError("give --workers or --scheduler, not both")
+    with dask_client(workers, scheduler) as client, tempfile.TemporaryDirectory(prefix="depstat-") as tmp:
+        n = len(client.scheduler_info().get("workers", {}))
+
+        def make(stream: TokenStream, n_blocks: int = 20, seed: int = 0) -> DaskCounter:
+            return DaskCounter(stream, client, n_blocks=n_blocks, seed=seed, shared_dir=shared_dir or tmp)
+
+        yield make, {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster"}
+
+
+def shards(doc_lengths: np.ndarray, block_starts: np.ndarray, size: int) -> np.ndarray:
+    """Shard boundaries: every block cut into runs of about ``size`` positions, at document ends if possible."""
+    ends = np.cumsum(doc_lengths)
+    cuts = [block_starts]
+    for lo, hi in zip(block_starts[:-1], block_starts[1:]):
+        targets = np.arange(lo + size, hi, size)
+        at_doc = ends[np.minimum(np.searchsorted(ends, targets), len(ends) - 1)]
+        cuts.append(np.where(at_doc <= hi, at_doc, targets))
+    return np.unique(np.concatenate(cuts)).astype(np.int64)
+
+
+class DaskCounter:
+    """``PairCounter``'s interface, with the pairs counted by Dask tasks on shards of the stream."""
+
+    def __init__(
+        self, stream: TokenStream, client: object, n_blocks: int = 20, seed: int = 0,
+        shard_tokens: int = SHARD_TOKENS, shared_dir: str | os.PathLike | None = None,
+    ) -> None:
+        self.stream = stream
+        self.client = client
+        self.seed = seed
+        self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
+        self.n_blocks = len(self.block_starts) - 1
+        self.bounds = shards(stream.doc_lengths, self.block_starts, shard_tokens)
+        self.shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
+        self.doc_ends = np.cumsum(stream.doc_lengths)
+        self.shift = max(stream.n_tokens // 2, 1)
+        self.path = _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
+
+    def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
+        """The offsets, ascending, in batches whose tables are counted together."""
+        offsets = sorted({int(r) for r in offsets})
+        return [offsets[i : i + OFFSETS_PER_BATCH] for i in range(0, len(offsets), OFFSETS_PER_BATCH)]
+
+    def sums(self, r: int, partner: str = "real", jackknife: bool = True) -> TableSums:
+        """Table sums and jackknife deltas at one offset for one partner process."""
+        return self.sums_at([r], (partner,), jackknife)[partner, r]
+
+    def sums_at(
+        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
+    ) -> dict[tuple[str, int], TableSums]:
+        """Table sums for every (partner, offset), from per-shard tables merged per block."""
+        slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
+        spec = [(int(r), int(m), int(s)) for r, m, s in zip(slot_r, slot_mode, slot_seed)]
+        vocab = int(self.stream.vocab_size)
+        submit = self.client.submit
+        per_shard = []
+        for i, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
+            ends = self.doc_ends[np.searchsorted(self.doc_ends, lo, side="right"):
+                                 np.searchsorted(self.doc_ends, hi, side="left") + 1]
+            per_shard.append(submit(
+                _count_shard, str(self.path), int(lo), int(hi), ends, spec, self.shift, vocab,
+                key=f"depstat-shard-{self.path.stem}-{i}-{_spec_key(spec)}",
+            ))
+        futures = []
+        for s in range(len(slots)):
+            blocks = [
+                submit(_merge_slot, s, *[f for f, b in zip(per_shard, self.shard_block) if b == g], pure=True)
+                for g in range(self.n_blocks)
+            ]
+            futures.append(submit(table_sums, blocks, vocab, jackknife, pure=True))
+        results = self.client.gather(futures)
+        return {(p, r): res for (r, _, p), res in zip(slots, results)}
+
+
+def _count_shard(path: str, lo: int, hi: int, doc_ends: np.ndarray, spec: list, shift: int, vocab: int) -> list[CountTable]:
+    """Worker task: the tables of one shard, reading the memory-mapped stream."""
+    tokens = np.load(path, mmap_mode="r")
+    return shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)
+
+
+def _merge_slot(slot: int, *shard_results: list[CountTable]) -> CountTable:
+    """Worker task: one slot's table of a block, merged from the block's shards."""
+    return merge([res[slot] for res in shard_results])
+
+
+def _spec_key(spec: list) -> str:
+    return hashlib.sha1(repr(spec).encode()).hexdigest()[:12]
+
+
+def _write_tokens(stream: TokenStream, directory: Path) -> Path:
+    """The stream's tokens as a .npy named by their content, written atomically once."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tokens = stream.tokens.astype(np.min_scalar_type(max(int(stream.vocab_size) - 1, 0)))
+    digest = hashlib.sha1(tokens.tobytes()).hexdigest()[:20]
+    path = directory / f"depstat-tokens-{digest}.npy"
+    if not path.exists():
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        with open(tmp, "wb") as f:
+            np.save(f, tokens)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    return path

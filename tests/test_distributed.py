@@ -1,0 +1,105 @@
+"""The Dask engine on an embedded LocalCluster over loopback: same sums as the local kernels,
+also when a worker is killed mid-run; and ``depstat profile --workers`` end to end."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import numpy.testing as npt
+import polars as pl
+import pytest
+
+pytest.importorskip("distributed")
+
+from depstat.counting import PairCounter  # noqa: E402
+from depstat.distributed import DaskCounter, dask_client  # noqa: E402
+from depstat.profile import mi_profile  # noqa: E402
+from depstat.stream import TokenStream  # noqa: E402
+
+pytestmark = pytest.mark.slow
+FIELDS = ("joint", "first", "second", "joint_jk", "first_jk", "second_jk", "block_pairs")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def client():
+    with dask_client(workers=2) as c:
+        yield c
+
+
+def stream_of(n_docs: int, seed: int) -> TokenStream:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(20, 2500, n_docs)
+    return TokenStream("t", rng.integers(0, 200, int(lengths.sum())), lengths, 200)
+
+
+def assert_close(got: dict, want: dict) -> None:
+    assert got.keys() == want.keys()
+    for key in want:
+        for name in FIELDS:
+            npt.assert_allclose(getattr(got[key], name), getattr(want[key], name), rtol=1e-10,
+                                atol=1e-7, err_msg=f"{key} {name}")
+
+
+def test_dask_sums_equal_local(client, tmp_path: Path) -> None:
+    stream = stream_of(150, 0)
+    offsets, partners = [1, 3, 50, 700], ("real", "rotate", "iid")
+    want = PairCounter(stream, n_blocks=8, seed=4).sums_at(offsets, partners)
+    dask = DaskCounter(stream, client, n_blocks=8, seed=4, shard_tokens=7_000, shared_dir=tmp_path)
+    assert len(dask.bounds) - 1 > 2 * dask.n_blocks  # several shards per block
+    assert_close(dask.sums_at(offsets, partners), want)
+
+
+def test_profile_table_equal_with_dask_counter(client, tmp_path: Path) -> None:
+    stream = stream_of(60, 1)
+    grid = [1, 2, 5, 30, 400]
+    local, _ = mi_profile(stream, grid, n_blocks=6)
+    dask, _ = mi_profile(
+        stream, grid, n_blocks=6,
+        counter=lambda s, n_blocks, seed: DaskCounter(s, client, n_blocks, seed, 5_000, tmp_path),
+    )
+    for col in ("mi_bits", "ci_low", "ci_high", "se"):
+        npt.assert_allclose(dask[col].to_numpy(), local[col].to_numpy(), rtol=1e-9, atol=1e-12)
+    assert dask["n_pairs"].to_list() == local["n_pairs"].to_list()
+
+
+def test_killed_worker_changes_nothing(client, tmp_path: Path) -> None:
+    """SIGKILL one worker process while shard tasks run: its tasks are rerun elsewhere."""
+    stream = stream_of(400, 2)
+    offsets, partners = [1, 9, 200], ("real", "rotate")
+    want = PairCounter(stream, n_blocks=10).sums_at(offsets, partners)
+    dask = DaskCounter(stream, client, n_blocks=10, shard_tokens=2_000, shared_dir=tmp_path)
+    box: dict = {}
+    run = threading.Thread(target=lambda: box.update(got=dask.sums_at(offsets, partners)))
+    run.start()
+    deadline = time.monotonic() + 60
+    while not any(client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pids = client.run(os.getpid)
+    victim = sorted(pids.values())[0]
+    os.kill(victim, signal.SIGKILL)
+    run.join(timeout=240)
+    assert not run.is_alive()
+    assert_close(box["got"], want)
+    assert victim not in client.run(os.getpid).values()  # the nanny started a new process
+
+
+def test_cli_workers_matches_local(tmp_path: Path) -> None:
+    example = ROOT / "examples" / "python-docs.jsonl.gz"
+    common = [sys.executable, "-m", "depstat.cli", "profile", str(example), "-g", "bytes",
+              "--max-offset", "64", "--max-docs", "30", "--no-cache"]
+    for name, extra in (("local", []), ("dask", ["--workers", "2"])):
+        done = subprocess.run(common + ["--out", str(tmp_path / name)] + extra, capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    local = pl.read_parquet(tmp_path / "local" / "profile.parquet")
+    dask = pl.read_parquet(tmp_path / "dask" / "profile.parquet")
+    npt.assert_allclose(dask["mi_bits"].to_numpy(), local["mi_bits"].to_numpy(), rtol=1e-9)
+    npt.assert_allclose(dask["se"].to_numpy(), local["se"].to_numpy(), rtol=1e-7)

@@ -1,0 +1,78 @@
+"""The count-table engine (depstat.tables) against the NumPy twins, in one process."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.testing as npt
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from depstat import kernels
+from depstat.counting import PARTNER_MODES, jackknife_blocks, partner_seed
+from depstat.distributed import shards
+from depstat.tables import CountTable, merge, shard_tables, table_sums
+from tests import naive
+from tests.test_kernels import assert_sums_equal, streams
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    stream=streams(),
+    r=st.integers(1, 45),
+    partner=st.sampled_from(["real", "rotate", "iid"]),
+    n_blocks=st.integers(2, 5),
+    shard_size=st.integers(1, 60),
+)
+def test_sharded_tables_merged_per_block_match_naive(stream, r, partner, n_blocks, shard_size) -> None:
+    """Shards of any size, merged per block, give the sums and deltas of a direct recount."""
+    block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
+    bounds = shards(stream.doc_lengths, block_starts, shard_size)
+    assert set(block_starts) <= set(bounds)
+    ends = np.cumsum(stream.doc_lengths)
+    shift = max(stream.n_tokens // 2, 1)
+    seed = partner_seed(3, r)
+    slot = (r, PARTNER_MODES[partner], seed)
+    per_block = [[] for _ in range(len(block_starts) - 1)]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        g = np.searchsorted(block_starts, lo, side="right") - 1
+        assert hi <= block_starts[g + 1]  # a shard never straddles a block
+        per_block[g] += shard_tables(stream.tokens, lo, hi, ends, [slot], shift, stream.vocab_size)
+    got = table_sums([merge(t) for t in per_block], stream.vocab_size)
+    want = naive.naive_sums(
+        stream.tokens, stream.doc_lengths, stream.vocab_size, r, partner, block_starts, shift, seed
+    )
+    assert_sums_equal(got, want)
+
+
+@settings(max_examples=100, deadline=None)
+@given(parts=st.lists(st.lists(st.integers(0, 50), max_size=30), max_size=5))
+def test_merge_adds_counts_cell_by_cell(parts: list[list[int]]) -> None:
+    tables = [CountTable.of_keys(np.asarray(p, dtype=np.int64)) for p in parts]
+    got = merge(tables)
+    want = CountTable.of_keys(np.asarray([k for p in parts for k in p], dtype=np.int64))
+    npt.assert_array_equal(got.keys, want.keys)
+    npt.assert_array_equal(got.counts, want.counts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    counts=st.lists(st.integers(0, 70_000), min_size=1, max_size=20),
+    share=st.floats(0, 1),
+)
+def test_count_sums_and_deltas_match_numpy(counts: list[int], share: float) -> None:
+    """The vector kernels behind table_sums, across the table/asymptotic boundary at 2^16."""
+    totals = np.asarray(counts, dtype=np.int64)
+    parts = np.floor(totals * share).astype(np.int64)
+    npt.assert_allclose(kernels.count_sums(totals, kernels.SUM_TABLES), naive.sums_of(totals), rtol=1e-12)
+    want = naive.sums_of(totals - parts) - naive.sums_of(totals)
+    npt.assert_allclose(kernels.count_deltas(totals, parts, kernels.SUM_TABLES), want, rtol=1e-9, atol=1e-6)
+
+
+def test_shards_cut_at_document_ends_inside_blocks() -> None:
+    lengths = np.full(100, 50)
+    block_starts, unit = jackknife_blocks(lengths, 5)
+    assert unit == "documents"
+    bounds = shards(lengths, block_starts, 120)
+    ends = set(np.cumsum(lengths)) | {0}
+    assert set(bounds) <= ends and set(block_starts) <= set(bounds)
+    assert np.diff(bounds).max() <= 150
