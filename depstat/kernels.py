@@ -401,3 +401,59 @@ def count_deltas(totals: np.ndarray, parts: np.ndarray, tables: np.ndarray) -> n
     for i in range(totals.shape[0]):
         _add_delta(out, totals[i], parts[i], tables)
     return out
+
+
+@nb.njit(cache=True)
+def range_table(
+    tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, r: int, mode: int, shift: int, seed: int,
+    vocab: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted pair keys ``x * vocab + y`` and counts of the pairs whose first position is in lo:hi.
+
+    ``doc_ends`` are the ends of the documents overlapping the range. The positions are
+    grouped by first token (a counting sort), each group's partners counted in a dense
+    array and emitted in token order, so the keys come out sorted without a global sort.
+    """
+    n = tok.shape[0]
+    size = hi - lo
+    room = np.empty(size, dtype=np.int64)
+    d = 0
+    for i in range(size):
+        while doc_ends[d] <= lo + i:
+            d += 1
+        room[i] = doc_ends[d] - (lo + i) - 1
+    starts = np.zeros(vocab + 1, dtype=np.int64)
+    for i in range(size):
+        if room[i] >= r:
+            starts[tok[lo + i] + 1] += 1
+    for v in range(vocab):
+        starts[v + 1] += starts[v]
+    fill = starts[:-1].copy()
+    order = np.empty(starts[vocab], dtype=np.int64)
+    for i in range(size):
+        if room[i] >= r:
+            v = tok[lo + i]
+            order[fill[v]] = lo + i
+            fill[v] += 1
+    keys = np.empty(starts[vocab], dtype=np.int64)
+    counts = np.empty(starts[vocab], dtype=np.int64)
+    cnt = np.zeros(vocab, dtype=np.int64)
+    touched = np.empty(vocab, dtype=np.int64)
+    m = 0
+    for x in range(vocab):
+        n_t = 0
+        for k in range(starts[x], starts[x + 1]):
+            p = order[k]
+            base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
+            y = tok[_partner(p, base, r, mode, n, seed)]
+            if cnt[y] == 0:
+                touched[n_t] = y
+                n_t += 1
+            cnt[y] += 1
+        ys = np.sort(touched[:n_t])
+        for y in ys:
+            keys[m] = x * vocab + y
+            counts[m] = cnt[y]
+            cnt[y] = 0
+            m += 1
+    return keys[:m].copy(), counts[:m].copy()

@@ -53,15 +53,11 @@ def shard_tables(
     ``tokens`` is the whole stream (typically memory-mapped: only this range and its partners
     are read); ``doc_ends`` are the end positions of the documents overlapping the range.
     """
-    n = tokens.shape[0]
-    p = np.arange(lo, hi, dtype=np.int64)
-    room = doc_ends[np.searchsorted(doc_ends, p, side="right")] - p - 1
-    x = np.asarray(tokens[lo:hi], dtype=np.int64)
+    tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
     out = []
     for r, mode, seed in slots:
-        keep = room >= r
-        q = kernels.partner_positions(p[keep], r, mode, shift, n, seed)
-        out.append(CountTable.of_keys(x[keep] * vocab + np.asarray(tokens[q], dtype=np.int64)))
+        keys, counts = kernels.range_table(tokens, lo, hi, doc_ends, r, mode, shift, seed, vocab)
+        out.append(CountTable(keys, counts))
     return out
 
 
