@@ -403,16 +403,32 @@ def count_deltas(totals: np.ndarray, parts: np.ndarray, tables: np.ndarray) -> n
     return out
 
 
+@nb.njit(cache=True, inline="always")
+def _sort_small(a: np.ndarray, n: int) -> None:
+    """Sort a[:n] in place: insertion sort for the short runs most token groups give."""
+    if n > 32:
+        a[:n].sort()
+        return
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
 @nb.njit(cache=True)
-def range_table(
-    tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, r: int, mode: int, shift: int, seed: int,
-    vocab: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted pair keys ``x * vocab + y`` and counts of the pairs whose first position is in lo:hi.
+def range_tables(
+    tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
+    slot_mode: np.ndarray, slot_seed: np.ndarray, shift: int, vocab: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pair tables of the positions lo:hi for every slot: sorted keys ``x * vocab + y`` and counts.
 
     ``doc_ends`` are the ends of the documents overlapping the range. The positions are
-    grouped by first token (a counting sort), each group's partners counted in a dense
-    array and emitted in token order, so the keys come out sorted without a global sort.
+    grouped by first token once (a counting sort); for each slot, each group's partners
+    are counted in a dense array and emitted in token order, so the keys come out sorted
+    without a global sort. Slot s's table is ``keys[bounds[s]:bounds[s+1]]``.
     """
     n = tok.shape[0]
     size = hi - lo
@@ -424,36 +440,43 @@ def range_table(
         room[i] = doc_ends[d] - (lo + i) - 1
     starts = np.zeros(vocab + 1, dtype=np.int64)
     for i in range(size):
-        if room[i] >= r:
-            starts[tok[lo + i] + 1] += 1
+        starts[tok[lo + i] + 1] += 1
     for v in range(vocab):
         starts[v + 1] += starts[v]
     fill = starts[:-1].copy()
-    order = np.empty(starts[vocab], dtype=np.int64)
+    order = np.empty(size, dtype=np.int64)
     for i in range(size):
-        if room[i] >= r:
-            v = tok[lo + i]
-            order[fill[v]] = lo + i
-            fill[v] += 1
-    keys = np.empty(starts[vocab], dtype=np.int64)
-    counts = np.empty(starts[vocab], dtype=np.int64)
+        v = tok[lo + i]
+        order[fill[v]] = i
+        fill[v] += 1
+    n_slots = slot_r.shape[0]
+    keys = np.empty(size * n_slots, dtype=np.int64)
+    counts = np.empty(size * n_slots, dtype=np.int64)
+    bounds = np.zeros(n_slots + 1, dtype=np.int64)
     cnt = np.zeros(vocab, dtype=np.int64)
     touched = np.empty(vocab, dtype=np.int64)
     m = 0
-    for x in range(vocab):
-        n_t = 0
-        for k in range(starts[x], starts[x + 1]):
-            p = order[k]
-            base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
-            y = tok[_partner(p, base, r, mode, n, seed)]
-            if cnt[y] == 0:
-                touched[n_t] = y
-                n_t += 1
-            cnt[y] += 1
-        ys = np.sort(touched[:n_t])
-        for y in ys:
-            keys[m] = x * vocab + y
-            counts[m] = cnt[y]
-            cnt[y] = 0
-            m += 1
-    return keys[:m].copy(), counts[:m].copy()
+    for s in range(n_slots):
+        r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
+        for x in range(vocab):
+            n_t = 0
+            for k in range(starts[x], starts[x + 1]):
+                i = order[k]
+                if room[i] < r:
+                    continue
+                p = lo + i
+                base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
+                y = tok[_partner(p, base, r, mode, n, seed)]
+                if cnt[y] == 0:
+                    touched[n_t] = y
+                    n_t += 1
+                cnt[y] += 1
+            _sort_small(touched, n_t)
+            for j in range(n_t):
+                y = touched[j]
+                keys[m] = x * vocab + y
+                counts[m] = cnt[y]
+                cnt[y] = 0
+                m += 1
+        bounds[s + 1] = m
+    return keys[:m].copy(), counts[:m].copy(), bounds
