@@ -124,10 +124,15 @@ class TrainResult:
 
 
 def train(model: GPT, train_tokens: np.ndarray, val_tokens: np.ndarray, cfg: TrainConfig,
-          desc: str = "train", device: torch.device | None = None) -> TrainResult:
-    """Train ``model`` in place on random windows of its block_size, then evaluate on ``val_tokens``."""
+          desc: str = "train", device: torch.device | None = None, length: int | None = None,
+          scaling: Scaling | None = None) -> TrainResult:
+    """Train ``model`` in place on random windows, then evaluate on ``val_tokens``.
+
+    Windows are the model's block_size long unless ``length`` is given; ``scaling`` (PI,
+    YaRN, ...) is applied in every forward pass, for fine-tuning at an extended context.
+    """
     device = device or pick_device()
-    length = model.config.block_size
+    length = length or model.config.block_size
     train_tokens = check_tokens(train_tokens, length, "training")
     val_tokens = check_tokens(val_tokens, length, "validation")
     model.to(device).train()
@@ -145,7 +150,7 @@ def train(model: GPT, train_tokens: np.ndarray, val_tokens: np.ndarray, cfg: Tra
             for group in opt.param_groups:
                 group["lr"] = lr_at(step, cfg)
             x, y = random_batch(train_tokens, length, cfg.batch_size, rng, device)
-            _, loss = model(x, y)
+            _, loss = model(x, y, scaling=scaling)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(others, cfg.grad_clip)
@@ -161,7 +166,7 @@ def train(model: GPT, train_tokens: np.ndarray, val_tokens: np.ndarray, cfg: Tra
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
-    val = evaluate(model, val_tokens, length, cfg.eval_batches * cfg.batch_size, device=device)
+    val = evaluate(model, val_tokens, length, cfg.eval_batches * cfg.batch_size, scaling, device=device)
     return TrainResult(logged, val["loss"], seconds, cfg.steps * cfg.batch_size * length / seconds, device.type)
 
 

@@ -242,7 +242,7 @@ def test_quick_results_make_sense(quick):
     assert bs["per_base"]["recommended"]["base"] == pytest.approx(bs["advice"]["rope_theta"])
     pi = quick["pi"][1]["table"]
     for kind in ("natural text", "arithmetic"):
-        assert {"train_length", "none", "pi", "yarn"} <= set(pi[kind])
+        assert {"train_length", "none", "pi", "yarn", "none+ft", "pi+ft", "yarn+ft"} <= set(pi[kind])
         assert pi[kind]["predicted_method"] in ("pi", "yarn")
     assert 0 <= pi["arithmetic"]["pi"]["copy_accuracy"]["mean"] <= 1
     le = quick["lerope"][1]

@@ -68,11 +68,13 @@ def summary(result: dict) -> str:
     elif kind == "pi":
         for data, row in result["table"].items():
             metric = row["accuracy_metric"]
-            cells = ", ".join(f"{m} ppl {row[m]['perplexity']['mean']:.2f} acc {row[m][metric]['mean']:.3f}"
-                              for m in ("train_length", "none", "pi", "yarn"))
-            lines.append(f"  {data} ({row['verdict']}, depstat says {row['predicted_method']}; {metric}): {cells}")
-            lines.append(f"    better of PI/YaRN by accuracy: {row['better_of_pi_yarn_by_accuracy']}; "
-                         f"verdict predicted it: {row['verdict_predicted_method']}")
+            lines.append(f"  {data} ({row['verdict']}, depstat says {row['predicted_method']}; accuracy: {metric})")
+            for methods in (("train_length", "none", "pi", "yarn"), ("none+ft", "pi+ft", "yarn+ft")):
+                lines.append("    " + ", ".join(
+                    f"{m} ppl {row[m]['perplexity']['mean']:.2f} acc {row[m][metric]['mean']:.3f}" for m in methods))
+            lines.append(f"    better of PI/YaRN by accuracy: zero-shot {row['better_of_pi_yarn_by_accuracy']}, "
+                         f"fine-tuned {row['better_of_pi_yarn_by_accuracy_fine_tuned']}; verdict predicted it: "
+                         f"{row['verdict_predicted_method']}, {row['verdict_predicted_method_fine_tuned']}")
     elif kind == "lerope":
         spread = result["loss_delta_vs_rope_spread"]
         lines.append(f"LeRoPE - RoPE val loss {result['loss_delta_vs_rope']:+.4f} (std {spread['std']:.4f} over "

@@ -3,8 +3,9 @@
 Two byte-level corpora: natural text (the bundled Python docs, self-similar by depstat's
 analysis) and iGSM-style arithmetic (``depstat.synth.arithmetic_problems``, not
 self-similar). Each is profiled and analysed by depstat for the model (head dimension,
-L_train = L, target s L); a model is trained at L with the recommended base and evaluated,
-without fine-tuning, at s L with no scaling, PI and YaRN. Perplexity and top-1 accuracy
+L_train = L, target s L); a model is trained at L with the recommended base and evaluated
+at s L with no scaling, PI and YaRN: as it is (zero-shot), and after a short fine-tuning at
+s L with that scaling (``<method>+ft``, as PI is meant to be used). Perplexity and top-1 accuracy
 are reported separately; for arithmetic also on the exact tokens: ``copy`` (the variable
 names that repeat one defined earlier in the same problem: "= y op" and "What is y?") and
 ``answer`` (the digits after "Answer: ").
@@ -12,21 +13,24 @@ names that repeat one defined earlier in the same problem: "= y op" and "What is
 
 from __future__ import annotations
 
+import copy
 import re
 
 import numpy as np
 
 from depstat.model import ModelConfig, Scaling
 from depstat.synth import arithmetic_jsonl, arithmetic_problems
-from depstat.train import TrainConfig, evaluate, set_threads
+from depstat.train import TrainConfig, evaluate, set_threads, train
 from depstat.validate.common import (
     Options, RunStore, advice, build_and_train, mean_spread, read_texts, savefig, split_docs, text_bytes, write_json,
 )
 
 SETTINGS = {
-    "quick": {"text_docs": 20, "arithmetic_docs": 24, "steps": 40, "batch_size": 8, "eval_windows": 8},
-    "full": {"text_docs": None, "arithmetic_docs": 200, "steps": 600, "batch_size": 16, "eval_windows": 32},
+    "quick": {"text_docs": 20, "arithmetic_docs": 24, "steps": 40, "batch_size": 8, "eval_windows": 8, "ft_steps": 5},
+    "full": {"text_docs": None, "arithmetic_docs": 200, "steps": 600, "batch_size": 16, "eval_windows": 32,
+             "ft_steps": 100},
 }
+FT_BATCH, FT_LR = 4, 1e-3  # fine-tuning at s L: windows per step, peak learning rate
 LENGTH = 128
 FACTOR = 4
 MODEL = {"n_layer": 2, "n_head": 2, "d_model": 64}
@@ -63,7 +67,7 @@ def _data(kind: str, s: dict, opts: Options) -> tuple[list[str], list[str], obje
 
 def one_run(kind: str, base: float, seed: int, s: dict, train_docs: list[str], val_docs: list[str],
             opts: Options) -> dict:
-    """Train at L with ``base``; evaluate at L and at s L with each scaling method."""
+    """Train at L with ``base``; evaluate at L and at s L with each scaling method, zero-shot and fine-tuned."""
     cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=max(1, s["steps"] // 10), seed=seed)
     model, res = build_and_train(ModelConfig(vocab_size=256, block_size=LENGTH, rope_base=base, **MODEL), cfg,
                                  text_bytes(train_docs), text_bytes(val_docs), opts, f"{kind} seed {seed}")
@@ -75,6 +79,14 @@ def one_run(kind: str, base: float, seed: int, s: dict, train_docs: list[str], v
     for name, (length, scaling) in cases.items():
         out["eval"][name] = {k: evaluate(model, val, length, s["eval_windows"], scaling, mask)
                              for k, mask in masks.items()}
+    ft = TrainConfig(steps=s["ft_steps"], batch_size=FT_BATCH, lr=FT_LR, warmup=max(1, s["ft_steps"] // 10),
+                     eval_batches=1, seed=seed)
+    for method in METHODS:
+        tuned, scaling = copy.deepcopy(model), Scaling(method, float(FACTOR))
+        train(tuned, text_bytes(train_docs), val, ft, f"{kind} {method}+ft", next(model.parameters()).device,
+              FACTOR * LENGTH, scaling)
+        out["eval"][f"{method}+ft"] = {k: evaluate(tuned, val, FACTOR * LENGTH, s["eval_windows"], scaling, mask)
+                                       for k, mask in masks.items()}
     return out
 
 
@@ -103,7 +115,7 @@ def run(opts: Options) -> dict:
     result = {
         "experiment": "pi", "quick": opts.quick,
         "settings": {**s, "length": LENGTH, "factor": FACTOR, "eval_length": FACTOR * LENGTH, "model": MODEL,
-                     "seeds": opts.n_seeds(), "fine_tuning": "none (zero-shot extension)"},
+                     "seeds": opts.n_seeds(), "ft_batch_size": FT_BATCH, "ft_lr": FT_LR},
         "advice": advice_by_kind, "table": table, "runs": runs, "run_counts": store.counts(), "threads": threads,
         "tokens_per_second": float(np.median([r["tokens_per_second"] for r in runs])),
         "figures": ["pi.png"],
@@ -116,7 +128,7 @@ def run(opts: Options) -> dict:
 def _summarise(results: list[dict]) -> dict:
     """Per method: perplexity, loss and accuracies as mean and spread over seeds."""
     out = {}
-    for method in ("train_length", *METHODS):
+    for method in ("train_length", *METHODS, *(f"{m}+ft" for m in METHODS)):
         row = {}
         for subset in results[0]["eval"][method]:
             evals = [r["eval"][method][subset] for r in results]
@@ -128,14 +140,19 @@ def _summarise(results: list[dict]) -> dict:
 
 
 def _judge(row: dict, exact: bool) -> None:
-    """Best method at s L by perplexity and by accuracy, and whether depstat's choice (PI or YaRN) was the better of the two."""
+    """Best method at s L by perplexity and by accuracy, and whether depstat's choice (PI or YaRN) was the better of the two.
+
+    Judged zero-shot and after fine-tuning (keys with suffix ``_fine_tuned``).
+    """
     acc_key = "copy_accuracy" if exact else "accuracy"
     row["accuracy_metric"] = acc_key
-    row["best_by_perplexity"] = min(METHODS, key=lambda m: row[m]["perplexity"]["mean"])
-    row["best_by_accuracy"] = max(METHODS, key=lambda m: row[m][acc_key]["mean"])
-    better = max(("pi", "yarn"), key=lambda m: row[m][acc_key]["mean"])
-    row["better_of_pi_yarn_by_accuracy"] = better
-    row["verdict_predicted_method"] = row["predicted_method"] == better
+    for suffix, tag in (("", ""), ("+ft", "_fine_tuned")):
+        methods = [m + suffix for m in METHODS]
+        row[f"best_by_perplexity{tag}"] = min(methods, key=lambda m: row[m]["perplexity"]["mean"])
+        row[f"best_by_accuracy{tag}"] = max(methods, key=lambda m: row[m][acc_key]["mean"])
+        better = max(("pi", "yarn"), key=lambda m: row[m + suffix][acc_key]["mean"])
+        row[f"better_of_pi_yarn_by_accuracy{tag}"] = better
+        row[f"verdict_predicted_method{tag}"] = row["predicted_method"] == better
 
 
 def _figure(table: dict, opts: Options) -> None:
@@ -145,8 +162,8 @@ def _figure(table: dict, opts: Options) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    names = ("train_length", *METHODS)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
+    names = ("train_length", *METHODS, *(f"{m}+ft" for m in METHODS))
     x = np.arange(len(names))
     for k, kind in enumerate(KINDS):
         row = table[kind]
@@ -157,8 +174,9 @@ def _figure(table: dict, opts: Options) -> None:
     for ax, what in zip(axes, ("perplexity (per byte)", "top-1 accuracy")):
         ax.set_xticks(x, [f"L={LENGTH}" if n == "train_length" else f"{n} @ {FACTOR}L" for n in names])
         ax.set(ylabel=what)
+        ax.tick_params(axis="x", labelrotation=30)
         ax.grid(alpha=0.3, axis="y")
         ax.legend(fontsize=8)
     axes[0].set_yscale("log")
-    fig.suptitle(f"context extension x{FACTOR} without fine-tuning")
+    fig.suptitle(f"context extension x{FACTOR}: zero-shot and after fine-tuning at {FACTOR}L (+ft)")
     savefig(fig, opts.out / "pi.png")
