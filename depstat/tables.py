@@ -54,11 +54,9 @@ def shard_tables(
     are read); ``doc_ends`` are the end positions of the documents overlapping the range.
     """
     tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
-    out = []
-    for r, mode, seed in slots:
-        keys, counts = kernels.range_table(tokens, lo, hi, doc_ends, r, mode, shift, seed, vocab)
-        out.append(CountTable(keys, counts))
-    return out
+    r, mode, seed = (np.array([slot[i] for slot in slots], dtype=np.int64) for i in range(3))
+    keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r, mode, seed, shift, vocab)
+    return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def table_sums(blocks: Sequence[CountTable], vocab: int, jackknife: bool = True) -> TableSums:
