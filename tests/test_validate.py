@@ -23,6 +23,7 @@ from depstat.train import TrainConfig, evaluate, lr_at, pick_device, random_batc
 from depstat.validate.base_sweep import bases_to_try, within_noise  # noqa: E402
 from depstat.validate.common import RunStore, fit_frequency_law, mean_spread, text_bytes  # noqa: E402
 from depstat.validate.frequency_law import width_for_block  # noqa: E402
+from depstat.validate.lerope import LENGTH, slow_band  # noqa: E402
 from depstat.validate.pi import arithmetic_masks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,6 +142,13 @@ def test_bases_include_the_habits():
     bases = bases_to_try(300.0, 256)
     assert bases["10000"] == 1e4 and bases["L_train"] == 256
     assert bases["far_lower"] < bases["recommended"] / 10 and bases["far_higher"] > 10 * bases["10000"]
+
+
+def test_slow_band_is_the_strongest_band_reaching_the_training_length():
+    theta = 2 * np.pi / (LENGTH * np.array([0.01, 0.5, 1.5, 2.5, 8.0]))  # wavelengths in units of L_train
+    assert slow_band([0.6, 0.1, 0.05, 0.2, 0.05], theta) == (3, pytest.approx(2.5))
+    band, ratio = slow_band([1.0, 0.0], theta[:2])
+    assert band == -1 and math.isnan(ratio)
 
 
 def test_arithmetic_masks_mark_names_and_answers():

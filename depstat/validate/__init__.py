@@ -79,5 +79,6 @@ def summary(result: dict) -> str:
         spread = result["loss_delta_vs_rope_spread"]
         lines.append(f"LeRoPE - RoPE val loss {result['loss_delta_vs_rope']:+.4f} (std {spread['std']:.4f} over "
                      f"{spread['n']} seeds); dominant wavelength {result['dominant_wavelength_over_Ltrain']:.2f} L_train "
-                     f"(paper B 2.2); depstat θ* wavelength {result['depstat']['theta_star_wavelength_over_Ltrain']:.2f} L_train")
+                     f"(paper B 2.2); among slow bands {result['dominant_slow_wavelength_over_Ltrain']:.2f} L_train; "
+                     f"depstat θ* wavelength {result['depstat']['theta_star_wavelength_over_Ltrain']:.2f} L_train")
     return "\n".join(lines)

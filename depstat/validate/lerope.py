@@ -5,7 +5,8 @@ seeds each: RoPE (b = 10,000), p-RoPE (p = 0.75, the slowest quarter of the band
 rotate) and LeRoPE (b = 10,000, one learnable log-scale alpha per band, initialised to 0).
 Reported: the validation-loss difference LeRoPE - RoPE (paired by seed; negative means
 LeRoPE is better), the learned frequencies, the dominant band (largest frequency energy)
-and its wavelength as a multiple of L_train (paper B: about 2.2), and how that compares
+and its wavelength as a multiple of L_train (paper B: about 2.2; also the dominant band among
+those whose wavelength reaches L_train), and how that compares
 with depstat's theta* = c / W for this corpus, model and training length.
 """
 
@@ -51,6 +52,20 @@ def one_run(variant: str, seed: int, s: dict, train_tokens: np.ndarray, val_toke
             "effective_frequency": energy["effective_frequency"]}
 
 
+def slow_band(energy: list[float], frequencies: list[float]) -> tuple[int, float]:
+    """The band with the most energy among those whose wavelength reaches L_train, and that wavelength / L_train.
+
+    The overall dominant band of a byte-level model is the fastest one (local byte
+    structure); paper B's dominant *positional* band is a slow one, so it is looked for here.
+    """
+    wavelength = 2 * np.pi / np.asarray(frequencies)
+    slow = np.flatnonzero(wavelength >= LENGTH)
+    if slow.size == 0:
+        return -1, float("nan")
+    m = int(slow[np.argmax(np.asarray(energy)[slow])])
+    return m, float(wavelength[m] / LENGTH)
+
+
 def run(opts: Options) -> dict:
     """Train the three variants over seeds; write result.json and figures."""
     s = SETTINGS["quick" if opts.quick else "full"]
@@ -72,6 +87,7 @@ def run(opts: Options) -> dict:
     learned = np.mean([r["frequencies"] for r in runs["lerope"]], axis=0)
     initial = np.asarray(runs["rope"][0]["frequencies"])
     ratios = [r["dominant_wavelength"] / LENGTH for r in runs["lerope"]]
+    slow = [slow_band(r["energy"], r["frequencies"]) for r in runs["lerope"]]
     theta_star_wavelength = 2 * math.pi / adv["theta_star"]
     result = {
         "experiment": "lerope", "quick": opts.quick,
@@ -87,6 +103,9 @@ def run(opts: Options) -> dict:
         "dominant_band": [r["dominant_band"] for r in runs["lerope"]],
         "dominant_wavelength_over_Ltrain": float(np.mean(ratios)),
         "dominant_wavelength_over_Ltrain_per_seed": ratios,
+        "dominant_slow_band": [m for m, _ in slow],
+        "dominant_slow_wavelength_over_Ltrain": float(np.mean([x for _, x in slow])),
+        "dominant_slow_wavelength_over_Ltrain_per_seed": [x for _, x in slow],
         "paper_b_ratio": PAPER_B_RATIO,
         "depstat": {"W": adv["W"], "theta_star": adv["theta_star"], "theta_star_wavelength": theta_star_wavelength,
                     "theta_star_wavelength_over_Ltrain": theta_star_wavelength / LENGTH,
