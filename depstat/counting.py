@@ -91,6 +91,7 @@ class PairCounter:
             )
         order, self.starts = kernels.group_by_token(tok, int(stream.vocab_size))
         self.order = order.astype(np.int32)
+        del order
         # The partner reads are random: the smallest token type keeps more of them in cache.
         self.tokens = tok.astype(np.min_scalar_type(max(int(stream.vocab_size) - 1, 0)))
         ends = np.cumsum(stream.doc_lengths)
@@ -99,11 +100,8 @@ class PairCounter:
         self.n_blocks = len(self.block_starts) - 1
         # Grouped order: the room left in each position's document, and runs of positions
         # that share a token group and a jackknife block.
-        doc_of = np.searchsorted(ends, order, side="right")
-        self.rem_sorted = (ends[doc_of] - order - 1).astype(np.int32)
-        block_sorted = np.searchsorted(self.block_starts, order, side="right") - 1
-        del order, doc_of
-        cuts = np.flatnonzero(np.diff(block_sorted)) + 1
+        self.rem_sorted, block_sorted = kernels.grouped_layout(self.order, ends, self.block_starts)
+        cuts = np.flatnonzero(block_sorted[1:] != block_sorted[:-1]) + 1
         self.run_starts = np.unique(np.concatenate([cuts, self.starts])).astype(np.int64)
         self.run_block = block_sorted[self.run_starts[:-1]].astype(np.int64) if n else np.zeros(0, np.int64)
         # Position order: segments inside one document and one block.

@@ -89,6 +89,20 @@ def group_by_token(tok: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray]
 
 
 @nb.njit(cache=True)
+def grouped_layout(
+    order: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each position in grouped order: the room left in its document and its block (int32)."""
+    room = np.empty(order.shape[0], dtype=np.int32)
+    block = np.empty(order.shape[0], dtype=np.int32)
+    for k in range(order.shape[0]):
+        p = order[k]
+        room[k] = doc_ends[np.searchsorted(doc_ends, p, side="right")] - p - 1
+        block[k] = np.searchsorted(block_starts, p, side="right") - 1
+    return room, block
+
+
+@nb.njit(cache=True)
 def chunk_bounds(starts: np.ndarray, n_chunks: int) -> np.ndarray:
     """Split the token groups into n_chunks runs of roughly equal position counts."""
     vocab = starts.shape[0] - 1
