@@ -63,8 +63,8 @@ def task_seconds(stream_log: list[dict]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tokens", type=int, default=2_000_000)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--tokens", type=int, default=2_000_000, help="tokens per stream (default 2M)")
+    parser.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
     args = parser.parse_args()
     print(machine_line())
     docs, source = english_documents(FORTUNES_DIR, GCIDE)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the benchmarks and write their output to $OUT/{speed,accuracy,analysis,end_to_end}.txt.
+# Run the benchmarks and write their output to $OUT/{speed,accuracy,analysis,end_to_end,dask}.txt.
 # Usage: benchmarks/run.sh [--quick]
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output).
 set -euo pipefail
@@ -13,11 +13,13 @@ speed_args=()
 accuracy_args=()
 analysis_args=()
 end_to_end_args=()
+dask_args=()
 if [[ "${1:-}" == "--quick" ]]; then
     speed_args=(--tokens 250000 --repeats 2)
     accuracy_args=(--quick)
     analysis_args=(--quick)
     end_to_end_args=(--mb 10 --max-offset 256 --encode-mb 2)
+    dask_args=(--tokens 300000)
 elif [[ $# -gt 0 ]]; then
     echo "usage: $0 [--quick]" >&2
     exit 2
@@ -42,4 +44,5 @@ run speed "$PYTHON" benchmarks/bench_speed.py "${speed_args[@]}"
 run accuracy "$PYTHON" benchmarks/bench_accuracy.py "${accuracy_args[@]}"
 run analysis "$PYTHON" benchmarks/bench_analysis.py "${analysis_args[@]}"
 run end_to_end "$PYTHON" benchmarks/bench_end_to_end.py "${end_to_end_args[@]}"
-echo "wrote $OUT/speed.txt, $OUT/accuracy.txt, $OUT/analysis.txt and $OUT/end_to_end.txt" >&2
+run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
+echo "wrote $OUT/speed.txt, $OUT/accuracy.txt, $OUT/analysis.txt, $OUT/end_to_end.txt and $OUT/dask.txt" >&2

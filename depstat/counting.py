@@ -89,9 +89,7 @@ class PairCounter:
                 f"granularity {stream.name!r}: {n:,} tokens is more than one counter holds (2^31)",
                 hint="profile a sample with --max-tokens",
             )
-        order, self.starts = kernels.group_by_token(tok, int(stream.vocab_size))
-        self.order = order.astype(np.int32)
-        del order
+        self.order, self.starts = kernels.group_by_token(tok, int(stream.vocab_size))
         # The partner reads are random: the smallest token type keeps more of them in cache.
         self.tokens = tok.astype(np.min_scalar_type(max(int(stream.vocab_size) - 1, 0)))
         ends = np.cumsum(stream.doc_lengths)

@@ -2,12 +2,20 @@
 
 The stream is written once as a ``.npy`` file that every worker memory-maps (a local
 directory for an embedded ``LocalCluster``; storage all workers share for ``--scheduler``).
-For each batch of offsets a task per shard counts the pairs whose first position lies in
-the shard (``tables.shard_tables``); the tables of a jackknife block are merged on a worker,
-and one task per slot turns the block tables into ``TableSums``. Only those sums travel back,
-so the client never holds a table. Shards never straddle a block, tasks are pure, and sums
-are added in a fixed order: the result does not depend on the number of workers, on which
-worker ran what, or on a worker that died and had its tasks rerun.
+For each batch of offsets:
+
+1. a task per shard counts the pairs whose first position lies in the shard, one table per
+   slot (``tables.shard_tables``), and cuts each table into first-token ranges holding
+   about equal numbers of positions;
+2. a task per (slot, range) merges that range's pieces block by block and takes its sums
+   and jackknife deltas (``tables.range_sums``): its memory is about 1/ranges of one
+   offset's table;
+3. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
+   travel back to the client.
+
+Shards never straddle a block, tasks are pure, and integer tables are merged before any
+float sum is taken, in a fixed order: the result does not depend on the number of workers,
+on which worker ran what, or on a worker that died and had its tasks rerun.
 """
 
 from __future__ import annotations
@@ -25,10 +33,11 @@ from depstat.counting import PairCounter, jackknife_blocks, slot_arrays
 from depstat.errors import DepstatError
 from depstat.estimators import TableSums
 from depstat.stream import TokenStream
-from depstat.tables import CountTable, merge, shard_tables, table_sums
+from depstat.tables import CountTable, PartialSums, combine, merge, range_sums, shard_tables, split
 
 SHARD_TOKENS = 1 << 22  # positions per shard task
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
+KEY_RANGES = 4  # first-token ranges per slot: the memory of a sums task is ~1/4 of a table
 
 
 def _dask():
@@ -102,6 +111,7 @@ class DaskCounter:
     def __init__(
         self, stream: TokenStream, client: object, n_blocks: int = 20, seed: int = 0,
         shard_tokens: int = SHARD_TOKENS, shared_dir: str | os.PathLike | None = None,
+        key_ranges: int = KEY_RANGES,
     ) -> None:
         self.stream = stream
         self.client = client
@@ -113,6 +123,7 @@ class DaskCounter:
         self.doc_ends = np.cumsum(stream.doc_lengths)
         self.shift = max(stream.n_tokens // 2, 1)
         self.path = _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
+        self.key_edges = first_token_edges(stream, key_ranges)
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
         """The offsets, ascending, in batches whose tables are counted together."""
@@ -131,34 +142,61 @@ class DaskCounter:
         spec = [(int(r), int(m), int(s)) for r, m, s in zip(slot_r, slot_mode, slot_seed)]
         vocab = int(self.stream.vocab_size)
         submit = self.client.submit
+        tag = f"{self.path.stem}-{_spec_key(spec)}"
+        n_ranges = len(self.key_edges) - 1
         per_shard = []
         for i, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
             ends = self.doc_ends[np.searchsorted(self.doc_ends, lo, side="right"):
                                  np.searchsorted(self.doc_ends, hi, side="left") + 1]
-            per_shard.append(submit(
+            shard = submit(
                 _count_shard, str(self.path), int(lo), int(hi), ends, spec, self.shift, vocab,
-                key=f"depstat-shard-{self.path.stem}-{i}-{_spec_key(spec)}",
-            ))
+                self.key_edges, key=f"depstat-shard-{tag}-{i}",
+            )
+            per_shard.append([
+                [submit(_piece, shard, s, q, key=f"depstat-piece-{tag}-{i}-{s}-{q}") for q in range(n_ranges)]
+                for s in range(len(slots))
+            ])
         futures = []
         for s in range(len(slots)):
-            blocks = [
-                submit(_merge_slot, s, *[f for f, b in zip(per_shard, self.shard_block) if b == g], pure=True)
-                for g in range(self.n_blocks)
+            parts = [
+                submit(_range_task, self.shard_block, self.n_blocks, vocab, jackknife,
+                       *[pieces[s][q] for pieces in per_shard], key=f"depstat-range-{tag}-{s}-{q}")
+                for q in range(n_ranges)
             ]
-            futures.append(submit(table_sums, blocks, vocab, jackknife, pure=True))
+            futures.append(submit(combine, parts, jackknife, key=f"depstat-combine-{tag}-{s}"))
         results = self.client.gather(futures)
         return {(p, r): res for (r, _, p), res in zip(slots, results)}
 
 
-def _count_shard(path: str, lo: int, hi: int, doc_ends: np.ndarray, spec: list, shift: int, vocab: int) -> list[CountTable]:
-    """Worker task: the tables of one shard, reading the memory-mapped stream."""
+def first_token_edges(stream: TokenStream, n_ranges: int) -> np.ndarray:
+    """Key boundaries (``x * vocab``) of first-token ranges holding about equal numbers of positions."""
+    vocab = int(stream.vocab_size)
+    cum = np.cumsum(np.bincount(stream.tokens, minlength=vocab))
+    targets = cum[-1] * np.arange(1, n_ranges) / max(n_ranges, 1) if cum.size else []
+    edges = np.unique(np.r_[0, np.searchsorted(cum, targets, side="right"), vocab])
+    return edges.astype(np.int64) * vocab
+
+
+def _count_shard(
+    path: str, lo: int, hi: int, doc_ends: np.ndarray, spec: list, shift: int, vocab: int,
+    key_edges: np.ndarray,
+) -> list[list[CountTable]]:
+    """Worker task: the tables of one shard, per slot and first-token range (memory-mapped stream)."""
     tokens = np.load(path, mmap_mode="r")
-    return shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)
+    return [split(t, key_edges) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)]
 
 
-def _merge_slot(slot: int, *shard_results: list[CountTable]) -> CountTable:
-    """Worker task: one slot's table of a block, merged from the block's shards."""
-    return merge([res[slot] for res in shard_results])
+def _piece(shard: list[list[CountTable]], slot: int, part: int) -> CountTable:
+    """Worker task: one slot's table of one first-token range of a shard."""
+    return shard[slot][part]
+
+
+def _range_task(
+    shard_block: np.ndarray, n_blocks: int, vocab: int, jackknife: bool, *pieces: CountTable
+) -> PartialSums:
+    """Worker task: one first-token range of one slot, merged block by block, as partial sums."""
+    blocks = [merge([p for p, b in zip(pieces, shard_block) if b == g]) for g in range(n_blocks)]
+    return range_sums(blocks, vocab, jackknife)
 
 
 def _spec_key(spec: list) -> str:

@@ -74,13 +74,16 @@ def n_g_n(n: int, table: np.ndarray) -> float:
 
 @nb.njit(cache=True)
 def group_by_token(tok: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray]:
-    """Stable counting sort: ``order[starts[v]:starts[v+1]]`` are the positions of token v, ascending."""
+    """Stable counting sort: ``order[starts[v]:starts[v+1]]`` are the positions of token v, ascending.
+
+    ``order`` is int32: a stream is below 2^31 tokens (``PairCounter`` checks).
+    """
     counts = np.zeros(vocab + 1, dtype=np.int64)
     for i in range(tok.shape[0]):
         counts[tok[i] + 1] += 1
     starts = np.cumsum(counts)
     fill = starts[:-1].copy()
-    order = np.empty(tok.shape[0], dtype=np.int64)
+    order = np.empty(tok.shape[0], dtype=np.int32)
     for i in range(tok.shape[0]):
         v = tok[i]
         order[fill[v]] = i

@@ -59,33 +59,75 @@ def shard_tables(
     return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def table_sums(blocks: Sequence[CountTable], vocab: int, jackknife: bool = True) -> TableSums:
-    """Table sums and delete-one-block deltas from the merged table of every block."""
+@dataclass(frozen=True)
+class PartialSums:
+    """The sums of the cells whose first token lies in one range: they add up across ranges.
+
+    The second-token marginal is not additive over first tokens, so its counts per block
+    (``second_counts[g, y]``) are kept and summed before its sums are taken.
+    """
+
+    joint: np.ndarray
+    first: np.ndarray
+    joint_jk: np.ndarray
+    first_jk: np.ndarray
+    second_counts: np.ndarray
+
+
+def split(table: CountTable, key_edges: np.ndarray) -> list[CountTable]:
+    """The table cut at sorted key boundaries (``key_edges`` from 0 to vocab^2)."""
+    cuts = np.searchsorted(table.keys, key_edges)
+    return [CountTable(table.keys[a:b], table.counts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def range_sums(blocks: Sequence[CountTable], vocab: int, jackknife: bool = True) -> PartialSums:
+    """Sums and delete-one-block deltas of the merged tables of every block (one first-token range)."""
     sums_tables = kernels.SUM_TABLES
     total = merge(blocks)
     n_blocks = len(blocks)
-    joint_jk, first_jk, second_jk = (np.zeros((n_blocks, kernels.N_SUMS)) for _ in range(3))
-    margins = [_margins(t, vocab) for t in blocks]
-    first = sum((m[0] for m in margins), np.zeros(vocab, np.int64))
-    second = sum((m[1] for m in margins), np.zeros(vocab, np.int64))
+    joint_jk, first_jk = (np.zeros((n_blocks, kernels.N_SUMS)) for _ in range(2))
+    first_blocks = np.stack([_column(t.keys // vocab, t.counts, vocab) for t in blocks])
+    first = first_blocks.sum(axis=0)
     for g, t in enumerate(blocks if jackknife else ()):
         totals = total.counts[np.searchsorted(total.keys, t.keys)]
         joint_jk[g] = kernels.count_deltas(totals, t.counts, sums_tables)
-        for jk, whole, part in ((first_jk, first, margins[g][0]), (second_jk, second, margins[g][1])):
-            hit = part > 0
-            jk[g] = kernels.count_deltas(whole[hit], part[hit], sums_tables)
-    return TableSums(
-        int(total.counts.sum()),
+        hit = first_blocks[g] > 0
+        first_jk[g] = kernels.count_deltas(first[hit], first_blocks[g][hit], sums_tables)
+    return PartialSums(
         kernels.count_sums(total.counts, sums_tables),
         kernels.count_sums(first, sums_tables),
-        kernels.count_sums(second, sums_tables),
-        joint_jk, first_jk, second_jk,
-        np.array([int(t.counts.sum()) for t in blocks], dtype=np.int64),
+        joint_jk, first_jk,
+        np.stack([_column(t.keys % vocab, t.counts, vocab) for t in blocks]),
     )
 
 
-def _margins(table: CountTable, vocab: int) -> tuple[np.ndarray, np.ndarray]:
-    """Counts of the first and of the second token of a table."""
-    first = np.bincount(table.keys // vocab, weights=table.counts, minlength=vocab)
-    second = np.bincount(table.keys % vocab, weights=table.counts, minlength=vocab)
-    return first.astype(np.int64), second.astype(np.int64)
+def combine(parts: Sequence[PartialSums], jackknife: bool = True) -> TableSums:
+    """TableSums of the whole table from the partial sums of its first-token ranges."""
+    sums_tables = kernels.SUM_TABLES
+    second_blocks = sum(p.second_counts for p in parts)
+    second = second_blocks.sum(axis=0)
+    second_jk = np.zeros((second_blocks.shape[0], kernels.N_SUMS))
+    for g in range(second_blocks.shape[0] if jackknife else 0):
+        hit = second_blocks[g] > 0
+        second_jk[g] = kernels.count_deltas(second[hit], second_blocks[g][hit], sums_tables)
+    block_pairs = second_blocks.sum(axis=1).astype(np.int64)
+    return TableSums(
+        int(block_pairs.sum()),
+        sum(p.joint for p in parts),
+        sum(p.first for p in parts),
+        kernels.count_sums(second, sums_tables),
+        sum(p.joint_jk for p in parts),
+        sum(p.first_jk for p in parts),
+        second_jk,
+        block_pairs,
+    )
+
+
+def table_sums(blocks: Sequence[CountTable], vocab: int, jackknife: bool = True) -> TableSums:
+    """Table sums and delete-one-block deltas from the merged table of every block."""
+    return combine([range_sums(blocks, vocab, jackknife)], jackknife)
+
+
+def _column(tokens: np.ndarray, counts: np.ndarray, vocab: int) -> np.ndarray:
+    """Counts per token id of a table's first or second tokens."""
+    return np.bincount(tokens, weights=counts, minlength=vocab).astype(np.int64)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from depstat import kernels
 from depstat.counting import PARTNER_MODES, jackknife_blocks, partner_seed
 from depstat.distributed import shards
-from depstat.tables import CountTable, merge, shard_tables, table_sums
+from depstat.tables import CountTable, combine, merge, range_sums, shard_tables, split, table_sums
 from tests import naive
 from tests.test_kernels import assert_sums_equal, streams
 
@@ -37,11 +37,17 @@ def test_sharded_tables_merged_per_block_match_naive(stream, r, partner, n_block
         g = np.searchsorted(block_starts, lo, side="right") - 1
         assert hi <= block_starts[g + 1]  # a shard never straddles a block
         per_block[g] += shard_tables(stream.tokens, lo, hi, ends, [slot], shift, stream.vocab_size)
-    got = table_sums([merge(t) for t in per_block], stream.vocab_size)
+    blocks = [merge(t) for t in per_block]
     want = naive.naive_sums(
         stream.tokens, stream.doc_lengths, stream.vocab_size, r, partner, block_starts, shift, seed
     )
-    assert_sums_equal(got, want)
+    assert_sums_equal(table_sums(blocks, stream.vocab_size), want)
+    # The same from first-token ranges counted apart (as Dask tasks do) and combined.
+    v = stream.vocab_size
+    edges = np.unique(np.r_[0, np.sort(np.random.default_rng(r).integers(0, v + 1, 3)), v]) * v
+    pieces = [split(b, edges) for b in blocks]
+    parts = [range_sums([p[q] for p in pieces], v) for q in range(len(edges) - 1)]
+    assert_sums_equal(combine(parts), want)
 
 
 @settings(max_examples=100, deadline=None)
