@@ -50,11 +50,11 @@ def entries_per_pair(stream: TokenStream) -> str:
 
 
 def task_seconds(stream_log: list[dict]) -> dict[str, float]:
-    """Worker-seconds of compute per task kind (shard counting, block merge, sums)."""
+    """Worker-seconds of compute per task kind (shard, piece, range, combine)."""
     out: dict[str, float] = defaultdict(float)
     for task in stream_log:
         key = task["key"][0] if isinstance(task["key"], tuple) else task["key"]
-        kind = "count shards" if key.startswith("depstat-shard") else key.split("-")[0]
+        kind = key.split("-")[1] if key.startswith("depstat-") else "other"
         for ss in task["startstops"]:
             if ss["action"] == "compute":
                 out[kind] += ss["stop"] - ss["start"]
@@ -96,11 +96,10 @@ def main() -> None:
             ])
             cost_rows.append([
                 stream.name,
-                f"{split.get('count shards', 0):.1f}",
-                f"{split.get('_merge_slot', 0):.1f}",
-                f"{split.get('table_sums', 0):.1f}",
-                f"{1e9 * split.get('count shards', 0) / (pairs * 2):.1f}",
-                f"{1e9 * (split.get('_merge_slot', 0) + split.get('table_sums', 0)) / (pairs * 2):.1f}",
+                f"{split.get('shard', 0):.1f}",
+                f"{split.get('range', 0) + split.get('combine', 0):.1f}",
+                f"{1e9 * split.get('shard', 0) / (pairs * 2):.1f}",
+                f"{1e9 * (split.get('range', 0) + split.get('combine', 0)) / (pairs * 2):.1f}",
                 entries_per_pair(stream),
                 note,
             ])
@@ -111,7 +110,7 @@ def main() -> None:
         ["stream", "local s", "dask s", "dask/local", "max |dMI| bits", "max |dSE| bits"], rows))
     print("\nworker-seconds by task kind, and per pair-update (real + rotation pairs)")
     print(format_table(
-        ["stream", "count shards s", "merge s", "sums s", "count ns/pair", "merge+sums ns/pair",
+        ["stream", "count shards s", "merge + sums s", "count ns/pair", "merge + sums ns/pair",
          "table entries/pair at r=1,64,2048", "text"],
         cost_rows))
     print("\nworker peak RSS (MiB): " + ", ".join(f"{v:.0f}" for v in rss.values()))

@@ -37,7 +37,8 @@ from depstat.tables import CountTable, PartialSums, combine, merge, range_sums, 
 
 SHARD_TOKENS = 1 << 22  # positions per shard task
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
-KEY_RANGES = 4  # first-token ranges per slot: the memory of a sums task is ~1/4 of a table
+RANGE_TOKENS = 1 << 24  # one first-token range per this many tokens (each range costs tasks)
+MAX_KEY_RANGES = 16
 
 
 def _dask():
@@ -111,7 +112,7 @@ class DaskCounter:
     def __init__(
         self, stream: TokenStream, client: object, n_blocks: int = 20, seed: int = 0,
         shard_tokens: int = SHARD_TOKENS, shared_dir: str | os.PathLike | None = None,
-        key_ranges: int = KEY_RANGES,
+        key_ranges: int | None = None,
     ) -> None:
         self.stream = stream
         self.client = client
@@ -123,7 +124,9 @@ class DaskCounter:
         self.doc_ends = np.cumsum(stream.doc_lengths)
         self.shift = max(stream.n_tokens // 2, 1)
         self.path = _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
-        self.key_edges = first_token_edges(stream, key_ranges)
+        if key_ranges is None:
+            key_ranges = min(MAX_KEY_RANGES, -(-stream.n_tokens // RANGE_TOKENS))
+        self.key_edges = first_token_edges(stream, max(key_ranges, 1))
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
         """The offsets, ascending, in batches whose tables are counted together."""
@@ -152,6 +155,9 @@ class DaskCounter:
                 _count_shard, str(self.path), int(lo), int(hi), ends, spec, self.shift, vocab,
                 self.key_edges, key=f"depstat-shard-{tag}-{i}",
             )
+            if n_ranges == 1:  # small stream: range tasks take the shard's tables whole
+                per_shard.append([[shard] for _ in slots])
+                continue
             per_shard.append([
                 [submit(_piece, shard, s, q, key=f"depstat-piece-{tag}-{i}-{s}-{q}") for q in range(n_ranges)]
                 for s in range(len(slots))
@@ -160,7 +166,8 @@ class DaskCounter:
         for s in range(len(slots)):
             parts = [
                 submit(_range_task, self.shard_block, self.n_blocks, vocab, jackknife,
-                       *[pieces[s][q] for pieces in per_shard], key=f"depstat-range-{tag}-{s}-{q}")
+                       s if n_ranges == 1 else None, *[pieces[s][q] for pieces in per_shard],
+                       key=f"depstat-range-{tag}-{s}-{q}")
                 for q in range(n_ranges)
             ]
             futures.append(submit(combine, parts, jackknife, key=f"depstat-combine-{tag}-{s}"))
@@ -192,9 +199,16 @@ def _piece(shard: list[list[CountTable]], slot: int, part: int) -> CountTable:
 
 
 def _range_task(
-    shard_block: np.ndarray, n_blocks: int, vocab: int, jackknife: bool, *pieces: CountTable
+    shard_block: np.ndarray, n_blocks: int, vocab: int, jackknife: bool, slot: int | None,
+    *pieces: CountTable | list[list[CountTable]],
 ) -> PartialSums:
-    """Worker task: one first-token range of one slot, merged block by block, as partial sums."""
+    """Worker task: one first-token range of one slot, merged block by block, as partial sums.
+
+    ``pieces`` are that range's table of every shard, or with ``slot`` given (one range only)
+    the shards' whole results, from which the slot's table is taken.
+    """
+    if slot is not None:
+        pieces = tuple(shard[slot][0] for shard in pieces)
     blocks = [merge([p for p, b in zip(pieces, shard_block) if b == g]) for g in range(n_blocks)]
     return range_sums(blocks, vocab, jackknife)
 

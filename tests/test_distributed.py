@@ -48,12 +48,16 @@ def assert_close(got: dict, want: dict) -> None:
                                 atol=1e-7, err_msg=f"{key} {name}")
 
 
-def test_dask_sums_equal_local(client, tmp_path: Path) -> None:
+@pytest.mark.parametrize("key_ranges", [None, 3])
+def test_dask_sums_equal_local(client, tmp_path: Path, key_ranges: int | None) -> None:
+    """Whole shard tables (small stream) or tables cut into 3 first-token ranges."""
     stream = stream_of(150, 0)
     offsets, partners = [1, 3, 50, 700], ("real", "rotate", "iid")
     want = PairCounter(stream, n_blocks=8, seed=4).sums_at(offsets, partners)
-    dask = DaskCounter(stream, client, n_blocks=8, seed=4, shard_tokens=7_000, shared_dir=tmp_path)
+    dask = DaskCounter(stream, client, n_blocks=8, seed=4, shard_tokens=7_000, shared_dir=tmp_path,
+                       key_ranges=key_ranges)
     assert len(dask.bounds) - 1 > 2 * dask.n_blocks  # several shards per block
+    assert len(dask.key_edges) - 1 == (key_ranges or 1)
     assert_close(dask.sums_at(offsets, partners), want)
 
 
