@@ -248,6 +248,7 @@ def test_quick_results_make_sense(quick):
     assert set(bs["per_base"]) == {"recommended", "L_train", "10000", "far_lower", "far_higher"}
     assert all(p["n"] == 2 for p in bs["per_base"].values())
     assert bs["per_base"]["recommended"]["base"] == pytest.approx(bs["advice"]["rope_theta"])
+    assert bs["recommended_minus_best_paired_by_seed"]["n"] == 2
     pi = quick["pi"][1]["table"]
     for kind in ("natural text", "arithmetic"):
         assert {"train_length", "none", "pi", "yarn", "none+ft", "pi+ft", "yarn+ft"} <= set(pi[kind])

@@ -64,7 +64,9 @@ def summary(result: dict) -> str:
     elif kind == "base-sweep":
         for name, p in sorted(result["per_base"].items(), key=lambda kv: kv[1]["base"]):
             lines.append(f"  {name:<12} b = {p['base']:<10.4g} val loss {p['mean']:.4f} ± {p['std']:.4f} (n={p['n']})")
-        lines.append(f"best: {result['best']}; recommended within noise: {result['recommended_within_noise']}")
+        paired = result["recommended_minus_best_paired_by_seed"]
+        lines.append(f"best: {result['best']}; recommended within noise: {result['recommended_within_noise']} "
+                     f"(recommended - best, paired by seed: {paired['mean']:+.4f} ± {paired['std']:.4f})")
     elif kind == "pi":
         for data, row in result["table"].items():
             metric = row["accuracy_metric"]

@@ -24,7 +24,7 @@ from depstat.validate.common import Options, RunStore, build_and_train, fit_freq
 
 PAPER_A_C = 3.02
 SETTINGS = {  # quick: CI; full: the recorded run
-    "quick": {"blocks": [4, 16, 64], "steps": 60, "batch_size": 8, "train_tokens": 200_000},
+    "quick": {"blocks": [4, 16, 64], "steps": 30, "batch_size": 8, "train_tokens": 100_000},
     "full": {"blocks": [4, 8, 16, 32, 64], "steps": 1000, "batch_size": 8, "train_tokens": 2_000_000},
 }
 LENGTH = 256  # training length: four periods of the largest block pair (2B = 128)
