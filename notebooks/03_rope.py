@@ -273,13 +273,35 @@ paths = build_report(analysed["natural text"], Path(workdir.name) / "report")
 print({kind: f"{path.name} ({path.stat().st_size // 1024} KB)" for kind, path in paths.items()})
 
 # %% [markdown]
-# ## 5. Checking the advice: the validation experiment
+# ## 5. Checking the advice: a quick validation experiment
 #
 # The advice above rests on two rules — θ* = c / W and "PI for self-similar data, YaRN
-# otherwise" — and on a margin that is a choice. The quick validation experiment that
-# checks them (train small models with the recommended base and the habitual ones on the
-# profiled data, extend them with PI and YaRN, compare loss by position) arrives with
-# **`depstat validate`**; it is not part of this release, so there is no code for it here.
+# otherwise" — and on a margin that is a choice. `depstat validate` checks them by
+# training small RoPE transformers (torch, the `validate` extra). Here is the quickest of
+# its four experiments, `base-sweep` in `quick` mode: depstat profiles the first 20
+# documents of the bundled corpus at the model's granularity (bytes), recommends a base for
+# the model (head dimension 32, L_train = 256), and a byte-level model is trained for a few
+# steps with that base and with the habits (b = 10,000, b = L_train, one base far lower,
+# one far higher), two seeds each, at equal compute. A few seconds on a CPU; at this size
+# the differences are mostly noise — the full run and its reading are in
+# `docs/validation.md` (`depstat validate base-sweep --out DIR`).
+
+# %%
+from depstat import validate
+
+sweep = validate.run("base-sweep", Path(workdir.name) / "base-sweep", quick=True, threads=1)
+print(validate.summary(sweep))
+pl.DataFrame([{"name": name, **p} for name, p in sweep["per_base"].items()]).sort("base")
+
+# %%
+fig, ax = plt.subplots(figsize=(6.5, 4))
+for name, p in sorted(sweep["per_base"].items(), key=lambda kv: kv[1]["base"]):
+    ax.errorbar(p["base"], p["mean"], yerr=p["std"], fmt="o", capsize=4, label=f"{name} (b = {p['base']:.3g})")
+ax.set(xscale="log", xlabel="RoPE base b", ylabel="validation loss (nats/byte)",
+       title="quick base sweep (20 steps, 2 seeds)")
+ax.grid(alpha=0.3)
+ax.legend(fontsize=8)
+plt.show()
 
 # %%
 # Checks that keep this notebook honest when the analysis changes (CI runs it).
@@ -296,4 +318,7 @@ for corpus, prof in analysed.items():
     assert np.isclose(prof.analysis["recommendation"]["rope_theta"], recs[corpus].rope_theta)
 assert analyze(profiles["natural text"], settings)["self_similarity"]["verdict"] == "self-similar"
 assert all(p.is_file() for p in paths.values())
+assert set(sweep["per_base"]) == {"recommended", "L_train", "10000", "far_lower", "far_higher"}
+assert np.isclose(sweep["per_base"]["recommended"]["base"], sweep["advice"]["rope_theta"])
+assert all(np.isfinite(p["mean"]) and p["n"] == 2 for p in sweep["per_base"].values())
 workdir.cleanup()
