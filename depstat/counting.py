@@ -23,6 +23,7 @@ PARALLEL_MIN_TOKENS = 1_000_000
 BUFFER_CELLS = 1 << 20
 # Per-cell counting state of one sweep (16 bytes a cell), sized to stay in a core's L2 cache.
 STATE_BYTES = 1 << 19
+DENSE_MAX_VOCAB = 256
 
 
 @contextmanager
@@ -75,10 +76,16 @@ def jackknife_blocks(doc_lengths: np.ndarray, n_blocks: int) -> tuple[np.ndarray
 
 
 class PairCounter:
-    """Token groups, document and block layout of one stream, built once for all offsets."""
+    """Document and block layout of one stream, and its token groups, built once for all offsets.
+
+    Vocabularies of at most ``DENSE_MAX_VOCAB`` tokens (bytes) are counted into whole
+    V x V tables in position order (``kernels.dense_pair_sums``); larger ones by token
+    group (``kernels.joint_sums``), which needs the grouped layout. ``dense`` forces either.
+    """
 
     def __init__(
-        self, stream: TokenStream, n_blocks: int = 20, seed: int = 0, buffer_cells: int = BUFFER_CELLS
+        self, stream: TokenStream, n_blocks: int = 20, seed: int = 0, buffer_cells: int = BUFFER_CELLS,
+        dense: bool | None = None,
     ) -> None:
         self.stream = stream
         self.buffer_cells = buffer_cells
@@ -89,13 +96,18 @@ class PairCounter:
                 f"granularity {stream.name!r}: {n:,} tokens is more than one counter holds (2^31)",
                 hint="profile a sample with --max-tokens",
             )
-        self.order, self.starts = kernels.group_by_token(tok, int(stream.vocab_size))
         # The partner reads are random: the smallest token type keeps more of them in cache.
         self.tokens = tok.astype(np.min_scalar_type(max(int(stream.vocab_size) - 1, 0)))
-        ends = np.cumsum(stream.doc_lengths)
+        self.doc_ends = ends = np.cumsum(stream.doc_lengths)
         doc_starts = ends - stream.doc_lengths
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
+        self.shift = max(n // 2, 1)
+        self.seed = seed
+        self.dense = int(stream.vocab_size) <= DENSE_MAX_VOCAB if dense is None else dense
+        if self.dense:
+            return
+        self.order, self.starts = kernels.group_by_token(tok, int(stream.vocab_size))
         # Grouped order: the room left in each position's document, and runs of positions
         # that share a token group and a jackknife block.
         self.rem_sorted, block_sorted = kernels.grouped_layout(self.order, ends, self.block_starts)
@@ -106,8 +118,6 @@ class PairCounter:
         self.seg_starts = np.unique(np.concatenate([doc_starts, self.block_starts])).astype(np.int64)
         self.seg_doc_end = ends[np.searchsorted(ends, self.seg_starts[:-1], side="right")]
         self.block_segs = np.searchsorted(self.seg_starts, self.block_starts).astype(np.int64)
-        self.shift = max(n // 2, 1)
-        self.seed = seed
 
     def partner_seed(self, r: int) -> int:
         """Seed of the i.i.d. null at offset r."""
@@ -129,7 +139,9 @@ class PairCounter:
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
         """The offsets, ascending, cut into batches whose counting state fits in cache."""
         offsets = sorted({int(r) for r in offsets})
-        size = max(1, STATE_BYTES // (16 * int(self.stream.vocab_size) * max(n_partners, 1)))
+        vocab = int(self.stream.vocab_size)
+        cells = vocab * vocab * 4 if self.dense else 16 * vocab  # bytes of counting state per slot
+        size = max(1, STATE_BYTES // (cells * max(n_partners, 1)))
         return [offsets[i : i + size] for i in range(0, len(offsets), size)]
 
     def _sweep(
@@ -140,6 +152,12 @@ class PairCounter:
         vocab = int(self.stream.vocab_size)
         table = kernels.SUM_TABLES
         with threads_for(self.stream.n_tokens):
+            if self.dense:
+                sums = kernels.dense_pair_sums(
+                    self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
+                    self.shift, table, jackknife, vocab,
+                )
+                return _by_slot(slots, *sums)
             joint, first, joint_jk, first_jk, block_pairs = kernels.joint_sums(
                 self.tokens, self.order, self.starts, self.rem_sorted, self.run_starts,
                 self.run_block, self.n_blocks, slot_r, slot_mode, slot_seed, self.shift, table,
@@ -149,10 +167,18 @@ class PairCounter:
                 self.tokens, self.seg_starts, self.seg_doc_end, self.block_segs, vocab,
                 slot_r, slot_mode, slot_seed, self.shift, table, jackknife,
             )
-        return {
-            (p, r): TableSums(
-                int(block_pairs[i].sum()), joint[i], first[i], second[i], joint_jk[i],
-                first_jk[i], second_jk[i], block_pairs[i],
-            )
-            for i, (r, _, p) in enumerate(slots)
-        }
+        return _by_slot(slots, joint, first, second, joint_jk, first_jk, second_jk, block_pairs)
+
+
+def _by_slot(
+    slots: list[tuple[int, int, str]], joint: np.ndarray, first: np.ndarray, second: np.ndarray,
+    joint_jk: np.ndarray, first_jk: np.ndarray, second_jk: np.ndarray, block_pairs: np.ndarray,
+) -> dict[tuple[str, int], TableSums]:
+    """The kernels' slot-indexed arrays as one TableSums per (partner, offset)."""
+    return {
+        (p, r): TableSums(
+            int(block_pairs[i].sum()), joint[i], first[i], second[i], joint_jk[i], first_jk[i],
+            second_jk[i], block_pairs[i],
+        )
+        for i, (r, _, p) in enumerate(slots)
+    }

@@ -392,6 +392,103 @@ def second_sums(
     return sums, deltas
 
 
+@nb.njit(cache=True, parallel=True)
+def dense_pair_sums(
+    tok: np.ndarray,
+    doc_ends: np.ndarray,
+    block_starts: np.ndarray,
+    slot_r: np.ndarray,
+    slot_mode: np.ndarray,
+    slot_seed: np.ndarray,
+    shift: int,
+    tables: np.ndarray,
+    jackknife: bool,
+    vocab: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``pair_sums`` for small vocabularies: whole V x V tables, counted in position order.
+
+    Each block's pairs go into its own dense table (one per slot), read and written in
+    cache; partners are read almost sequentially. The sums and the delete-one-block deltas
+    then come from the block tables and their total, cell by cell. Blocks run in parallel;
+    the tables are integers and the sums are taken in a fixed order, so the result does
+    not depend on the thread count. Memory: blocks x slots x V^2 int32.
+    """
+    n = tok.shape[0]
+    n_blocks = block_starts.shape[0] - 1
+    n_slots = slot_r.shape[0]
+    counts = np.zeros((n_blocks, n_slots, vocab, vocab), dtype=np.int32)
+    for g in nb.prange(n_blocks):
+        lo, hi = block_starts[g], block_starts[g + 1]
+        d = np.searchsorted(doc_ends, lo, side="right")
+        table = counts[g]
+        p = lo
+        while p < hi:
+            end = min(doc_ends[d], hi)
+            for s in range(n_slots):
+                r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
+                last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
+                cells = table[s]
+                if mode == MODE_REAL:
+                    for q in range(p, last):
+                        cells[tok[q], tok[q + r]] += 1
+                elif mode == MODE_ROTATE:
+                    base = 0
+                    for q in range(p, last):
+                        if q == p or (q & ((1 << ROTATE_RUN_BITS) - 1)) == 0:
+                            base = _rotation_base(q, shift, n)
+                        else:
+                            base = base + 1 if base + 1 < n else 0
+                        y = base + r
+                        cells[tok[q], tok[y - n if y >= n else y]] += 1
+                else:
+                    for q in range(p, last):
+                        cells[tok[q], tok[_partner(q, 0, r, mode, n, seed)]] += 1
+            p = end
+            d += 1
+    joint = np.zeros((n_slots, N_SUMS))
+    first = np.zeros((n_slots, N_SUMS))
+    second = np.zeros((n_slots, N_SUMS))
+    joint_jk = np.zeros((n_slots, n_blocks, N_SUMS))
+    first_jk = np.zeros((n_slots, n_blocks, N_SUMS))
+    second_jk = np.zeros((n_slots, n_blocks, N_SUMS))
+    block_pairs = np.zeros((n_slots, n_blocks), dtype=np.int64)
+    for s in nb.prange(n_slots):
+        total = np.zeros((vocab, vocab), dtype=np.int64)
+        for g in range(n_blocks):
+            total += counts[g, s]
+        rows = total.sum(axis=1)
+        cols = total.sum(axis=0)
+        active = np.flatnonzero(rows)  # text uses few of the 256 byte values
+        for x in range(vocab):
+            _add_sums(first[s], rows[x], tables, 1.0)
+            _add_sums(second[s], cols[x], tables, 1.0)
+        for x in active:
+            for y in range(vocab):
+                if total[x, y] > 0:
+                    _add_sums(joint[s], total[x, y], tables, 1.0)
+        col = np.zeros(vocab, dtype=np.int64)
+        for g in range(n_blocks):
+            part = counts[g, s]
+            block_pairs[s, g] = part.sum()
+            if not jackknife:
+                continue
+            col[:] = 0
+            for x in active:
+                row = 0
+                for y in range(vocab):
+                    m = part[x, y]
+                    if m > 0:
+                        _add_delta(joint_jk[s, g], total[x, y], m, tables)
+                        row += m
+                        col[y] += m
+                if row > 0:
+                    _add_delta(first_jk[s, g], rows[x], row, tables)
+            for y in range(vocab):
+                if col[y] > 0:
+                    _add_delta(second_jk[s, g], cols[y], col[y], tables)
+    return joint, first, second, joint_jk, first_jk, second_jk, block_pairs
+
+
 @nb.njit(cache=True)
 def partner_positions(p: np.ndarray, r: int, mode: int, shift: int, n: int, seed: int) -> np.ndarray:
     """Partner positions of the first positions ``p`` at offset r (the kernels' definition)."""

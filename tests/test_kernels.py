@@ -38,9 +38,11 @@ def assert_sums_equal(got, want) -> None:
     r=st.integers(1, 45),
     partner=st.sampled_from(["real", "rotate", "iid"]),
     n_blocks=st.integers(2, 6),
+    dense=st.booleans(),
 )
-def test_sums_match_naive(stream: TokenStream, r: int, partner: str, n_blocks: int) -> None:
-    counter = PairCounter(stream, n_blocks=n_blocks, seed=3)
+def test_sums_match_naive(stream: TokenStream, r: int, partner: str, n_blocks: int, dense: bool) -> None:
+    """Both kernels: dense V x V tables in position order, and counting by token group."""
+    counter = PairCounter(stream, n_blocks=n_blocks, seed=3, dense=dense)
     got = counter.sums(r, partner)
     want = naive.naive_sums(
         stream.tokens, stream.doc_lengths, stream.vocab_size, r, partner,
@@ -50,9 +52,9 @@ def test_sums_match_naive(stream: TokenStream, r: int, partner: str, n_blocks: i
 
 
 @settings(max_examples=50, deadline=None)
-@given(stream=streams(), r=st.integers(1, 10))
-def test_point_only_sums_match_and_skip_deltas(stream: TokenStream, r: int) -> None:
-    counter = PairCounter(stream, n_blocks=3)
+@given(stream=streams(), r=st.integers(1, 10), dense=st.booleans())
+def test_point_only_sums_match_and_skip_deltas(stream: TokenStream, r: int, dense: bool) -> None:
+    counter = PairCounter(stream, n_blocks=3, dense=dense)
     full, point = counter.sums(r), counter.sums(r, jackknife=False)
     for name in ("joint", "first", "second"):
         npt.assert_allclose(getattr(point, name), getattr(full, name), rtol=1e-12)
@@ -94,18 +96,19 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(counting, "PARALLEL_MIN_TOKENS", 0)  # small stream, but all threads
     rng = np.random.default_rng(1)
     stream = TokenStream("t", rng.integers(0, 300, 20_000), np.full(50, 400), 300)
-    counter = PairCounter(stream, n_blocks=10)
+    counters = [PairCounter(stream, n_blocks=10, dense=d) for d in (False, True)]
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
-        one = counter.sums_at([1, 7, 90], ("real", "rotate"))
+        one = [c.sums_at([1, 7, 90], ("real", "rotate")) for c in counters]
         numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-        many = counter.sums_at([1, 7, 90], ("real", "rotate"))
+        many = [c.sums_at([1, 7, 90], ("real", "rotate")) for c in counters]
     finally:
         numba.set_num_threads(before)
-    for key in one:
-        for name in ("joint", "first", "second", "joint_jk", "first_jk", "second_jk"):
-            npt.assert_array_equal(getattr(one[key], name), getattr(many[key], name))
+    for a, b in zip(one, many):
+        for key in a:
+            for name in ("joint", "first", "second", "joint_jk", "first_jk", "second_jk"):
+                npt.assert_array_equal(getattr(a[key], name), getattr(b[key], name))
 
 
 @settings(max_examples=60, deadline=None)
@@ -121,7 +124,7 @@ def test_one_sweep_over_many_slots_matches_naive(
 ) -> None:
     """Offsets and partners counted together, with any worker split, and a jackknife buffer
     that overflows (0, 1, 7 cells: the group is swept again) or not: each slot equals its twin."""
-    counter = PairCounter(stream, n_blocks=3, seed=1, buffer_cells=buffer_cells)
+    counter = PairCounter(stream, n_blocks=3, seed=1, buffer_cells=buffer_cells, dense=False)
     slots = sorted((r, p) for r in set(offsets) for p in partners)
     slot_r = np.array([r for r, _ in slots])
     slot_mode = np.array([counting.PARTNER_MODES[p] for _, p in slots])
@@ -146,7 +149,7 @@ def test_one_sweep_over_many_slots_matches_naive(
 
 def test_offsets_are_batched_to_fit_the_cache() -> None:
     rng = np.random.default_rng(0)
-    small = PairCounter(TokenStream("s", rng.integers(0, 256, 5000), [5000], 256))
+    small = PairCounter(TokenStream("s", rng.integers(0, 256, 5000), [5000], 256), dense=False)
     large = PairCounter(TokenStream("l", rng.integers(0, 8000, 5000), [5000], 8000))
     offsets = list(range(1, 30))
     assert small.batches(offsets, 2) == [offsets]
@@ -172,10 +175,12 @@ def test_null_partners_match_naive_across_jitter_runs(partner: str) -> None:
     rng = np.random.default_rng(5)
     lengths = rng.integers(100, 3000, 12)
     stream = TokenStream("long", rng.integers(0, 40, int(lengths.sum())), lengths, 40)
-    counter = PairCounter(stream, n_blocks=4, seed=2)
+    counters = [PairCounter(stream, n_blocks=4, seed=2, dense=d) for d in (False, True)]
+    counter = counters[0]
     for r in (1, 17, 900):
         want = naive.naive_sums(
             stream.tokens, stream.doc_lengths, 40, r, partner, counter.block_starts, counter.shift,
             counter.partner_seed(r),
         )
-        assert_sums_equal(counter.sums(r, partner), want)
+        for c in counters:
+            assert_sums_equal(c.sums(r, partner), want)
