@@ -532,6 +532,14 @@ def _sort_small(a: np.ndarray, n: int) -> None:
         a[j + 1] = v
 
 
+@nb.njit(cache=True, inline="always")
+def _grow(a: np.ndarray, used: int, size: int) -> np.ndarray:
+    """A larger copy of a[:used]."""
+    out = np.empty(size, dtype=a.dtype)
+    out[:used] = a[:used]
+    return out
+
+
 @nb.njit(cache=True)
 def range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
@@ -564,8 +572,8 @@ def range_tables(
         order[fill[v]] = i
         fill[v] += 1
     n_slots = slot_r.shape[0]
-    keys = np.empty(size * n_slots, dtype=np.int64)
-    counts = np.empty(size * n_slots, dtype=np.int64)
+    keys = np.empty(max(size, 1), dtype=np.int64)  # grown by doubling: memory ~ the tables' size
+    counts = np.empty(max(size, 1), dtype=np.int64)
     bounds = np.zeros(n_slots + 1, dtype=np.int64)
     cnt = np.zeros(vocab, dtype=np.int64)
     touched = np.empty(vocab, dtype=np.int64)
@@ -586,6 +594,10 @@ def range_tables(
                     n_t += 1
                 cnt[y] += 1
             _sort_small(touched, n_t)
+            if m + n_t > keys.shape[0]:
+                grown = max(2 * keys.shape[0], m + n_t)
+                keys = _grow(keys, m, grown)
+                counts = _grow(counts, m, grown)
             for j in range(n_t):
                 y = touched[j]
                 keys[m] = x * vocab + y

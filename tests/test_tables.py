@@ -82,3 +82,19 @@ def test_shards_cut_at_document_ends_inside_blocks() -> None:
     ends = set(np.cumsum(lengths)) | {0}
     assert set(bounds) <= ends and set(block_starts) <= set(bounds)
     assert np.diff(bounds).max() <= 150
+
+
+def test_many_slots_at_once_equal_one_at_a_time() -> None:
+    """Twelve slots outgrow the first output buffer (one entry per position), which then grows."""
+    rng = np.random.default_rng(7)
+    lengths = rng.integers(1, 300, 40)
+    tok = rng.integers(0, 50, int(lengths.sum())).astype(np.uint8)
+    ends = np.cumsum(lengths)
+    slots = [(r, mode, partner_seed(0, r)) for r in (1, 2, 5, 30, 100, 250) for mode in (0, 1)]
+    lo, hi = int(ends[3]), int(ends[30])
+    together = shard_tables(tok, lo, hi, ends, slots, len(tok) // 2, 50)
+    assert sum(len(t.keys) for t in together) > hi - lo
+    for slot, got in zip(slots, together):
+        (want,) = shard_tables(tok, lo, hi, ends, [slot], len(tok) // 2, 50)
+        npt.assert_array_equal(got.keys, want.keys)
+        npt.assert_array_equal(got.counts, want.counts)
