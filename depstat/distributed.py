@@ -133,10 +133,6 @@ class DaskCounter:
         offsets = sorted({int(r) for r in offsets})
         return [offsets[i : i + OFFSETS_PER_BATCH] for i in range(0, len(offsets), OFFSETS_PER_BATCH)]
 
-    def sums(self, r: int, partner: str = "real", jackknife: bool = True) -> TableSums:
-        """Table sums and jackknife deltas at one offset for one partner process."""
-        return self.sums_at([r], (partner,), jackknife)[partner, r]
-
     def sums_at(
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
     ) -> dict[tuple[str, int], TableSums]:

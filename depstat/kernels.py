@@ -405,7 +405,7 @@ def dense_pair_sums(
     jackknife: bool,
     vocab: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``pair_sums`` for small vocabularies: whole V x V tables, counted in position order.
+    """``joint_sums`` and ``second_sums`` at once for small vocabularies: whole V x V tables.
 
     Each block's pairs go into its own dense table (one per slot), read and written in
     cache; partners are read almost sequentially. The sums and the delete-one-block deltas

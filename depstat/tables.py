@@ -2,9 +2,9 @@
 
 A table holds one slot's pairs (one offset, one partner process) from a range of positions,
 as sorted int64 keys ``x * V + y`` with their counts. Tables of shards merge by adding
-counts; from the merged table of each jackknife block, ``table_sums`` gives the same
-``TableSums`` that the in-memory kernels compute, so every estimator applies unchanged.
-Memory is that of the tables: at most one entry per distinct pair in each block.
+counts; from the merged tables of each jackknife block, ``range_sums`` (per first-token range)
+and ``combine`` give the same ``TableSums`` that the in-memory kernels compute, so every
+estimator applies unchanged. Memory is that of the tables: at most one entry per distinct pair in each block.
 """
 
 from __future__ import annotations
@@ -24,12 +24,6 @@ class CountTable:
 
     keys: np.ndarray
     counts: np.ndarray
-
-    @classmethod
-    def of_keys(cls, keys: np.ndarray) -> CountTable:
-        """The table of a vector of pair keys (with repeats)."""
-        uniq, counts = np.unique(keys, return_counts=True)
-        return cls(uniq.astype(np.int64), counts.astype(np.int64))
 
 
 def merge(tables: Sequence[CountTable]) -> CountTable:
@@ -121,11 +115,6 @@ def combine(parts: Sequence[PartialSums], jackknife: bool = True) -> TableSums:
         second_jk,
         block_pairs,
     )
-
-
-def table_sums(blocks: Sequence[CountTable], vocab: int, jackknife: bool = True) -> TableSums:
-    """Table sums and delete-one-block deltas from the merged table of every block."""
-    return combine([range_sums(blocks, vocab, jackknife)], jackknife)
 
 
 def _column(tokens: np.ndarray, counts: np.ndarray, vocab: int) -> np.ndarray:

@@ -20,16 +20,14 @@ import numpy as np
 from depstat.model import ModelConfig
 from depstat.train import TrainConfig, set_threads
 from depstat.validate.common import (
-    Options, RunStore, advice, build_and_train, mean_spread, read_texts, savefig, split_docs, text_bytes, write_json,
+    HEAD_DIM, LENGTH, MODEL, Options, RunStore, advice, build_and_train, mean_spread, read_texts, savefig,
+    split_docs, text_bytes, write_json,
 )
 
 SETTINGS = {
     "quick": {"max_docs": 20, "steps": 20, "batch_size": 8},
     "full": {"max_docs": None, "steps": 500, "batch_size": 8},
 }
-LENGTH = 256
-MODEL = {"n_layer": 2, "n_head": 2, "d_model": 64}
-HEAD_DIM = MODEL["d_model"] // MODEL["n_head"]
 FAR_LOWER = 1 / 32  # times the recommended base
 FAR_HIGHER = 1e6
 

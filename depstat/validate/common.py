@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CORPUS = ROOT / "examples" / "python-docs.jsonl.gz"
 DOC_SEPARATOR = 0  # byte 0 never occurs in the text corpora, so it marks document ends
+LENGTH = 256  # training length of every validation model
+MODEL = {"n_layer": 2, "n_head": 2, "d_model": 64}  # the model's shape: head_dim 32, 16 bands
+HEAD_DIM = MODEL["d_model"] // MODEL["n_head"]
+ENERGY_WINDOWS = 16  # validation windows the frequency energy is measured on
 
 
 @dataclass(frozen=True)
@@ -192,6 +196,18 @@ def build_and_train(config: ModelConfig, train_cfg: TrainConfig, train_tokens: n
     set_seed(train_cfg.seed)
     model = GPT(config)
     return model, train(model, train_tokens, val_tokens, train_cfg, desc=desc, device=device)
+
+
+def validation_energy(model: GPT, val_tokens: np.ndarray, length: int = LENGTH) -> dict:
+    """``frequency_energy`` of a trained model on evenly spaced validation windows."""
+    import torch
+
+    from depstat.model import frequency_energy
+    from depstat.train import eval_starts
+
+    starts = eval_starts(val_tokens.size, length, ENERGY_WINDOWS)
+    idx = torch.from_numpy(np.stack([val_tokens[i:i + length] for i in starts]))
+    return frequency_energy(model, idx.to(next(model.parameters()).device))
 
 
 def advice(corpus: Path, granularities: list[str], head_dim: int, train_length: int,

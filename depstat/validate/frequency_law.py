@@ -13,22 +13,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 from depstat.dependency import kernel_width
-from depstat.model import ModelConfig, frequency_energy
+from depstat.model import ModelConfig
 from depstat.recommend import PAPER_C
 from depstat.synth import block_exact_mi, block_sequences
 from depstat.train import TrainConfig, set_threads
-from depstat.validate.common import Options, RunStore, build_and_train, fit_frequency_law, savefig, write_json
+from depstat.validate.common import (
+    LENGTH, MODEL, Options, RunStore, build_and_train, fit_frequency_law, savefig, validation_energy, write_json,
+)
 
 PAPER_A_C = 3.02
 SETTINGS = {  # quick: CI; full: the recorded run
     "quick": {"blocks": [4, 16, 64], "steps": 30, "batch_size": 8, "train_tokens": 100_000},
     "full": {"blocks": [4, 8, 16, 32, 64], "steps": 1000, "batch_size": 8, "train_tokens": 2_000_000},
 }
-LENGTH = 256  # training length: four periods of the largest block pair (2B = 128)
-MODEL = {"n_layer": 2, "n_head": 2, "d_model": 64}  # head_dim 32: 16 bands
 BASE = 10_000.0
 
 
@@ -47,9 +46,7 @@ def one_run(block: int, seed: int, s: dict, opts: Options) -> dict:
     cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=max(1, s["steps"] // 10), seed=seed)
     model, res = build_and_train(ModelConfig(vocab_size=256, block_size=LENGTH, rope_base=BASE, **MODEL), cfg,
                                  train_tokens, val_tokens, opts, desc=f"B={block} seed {seed}")
-    starts = np.linspace(0, val_tokens.size - LENGTH - 1, 16).astype(np.int64)
-    idx = torch.from_numpy(np.stack([val_tokens[i:i + LENGTH] for i in starts])).to(next(model.parameters()).device)
-    energy = frequency_energy(model, idx)
+    energy = validation_energy(model, val_tokens)  # LENGTH: four periods of the largest block pair
     return {**res.to_dict(), "energy": energy["energy"], "frequencies": energy["frequencies"],
             "effective_frequency": energy["effective_frequency"], "dominant_band": energy["dominant_band"]}
 

@@ -15,21 +15,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
-from depstat.model import ModelConfig, frequency_energy
-from depstat.train import TrainConfig, eval_starts, set_threads
+from depstat.model import ModelConfig
+from depstat.train import TrainConfig, set_threads
 from depstat.validate.common import (
-    Options, RunStore, advice, build_and_train, mean_spread, read_texts, savefig, split_docs, text_bytes, write_json,
+    HEAD_DIM, LENGTH, MODEL, Options, RunStore, advice, build_and_train, mean_spread, read_texts, savefig,
+    split_docs, text_bytes, validation_energy, write_json,
 )
 
 SETTINGS = {
     "quick": {"max_docs": 20, "steps": 40, "batch_size": 8},
     "full": {"max_docs": None, "steps": 600, "batch_size": 8},
 }
-LENGTH = 256
-MODEL = {"n_layer": 2, "n_head": 2, "d_model": 64}
-HEAD_DIM = MODEL["d_model"] // MODEL["n_head"]
 BASE = 10_000.0
 VARIANTS = {
     "rope": {"rope_fraction": 1.0, "learnable_freqs": False},
@@ -44,9 +41,7 @@ def one_run(variant: str, seed: int, s: dict, train_tokens: np.ndarray, val_toke
     cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=max(1, s["steps"] // 10), seed=seed)
     config = ModelConfig(vocab_size=256, block_size=LENGTH, rope_base=BASE, **MODEL, **VARIANTS[variant])
     model, res = build_and_train(config, cfg, train_tokens, val_tokens, opts, f"{variant} seed {seed}")
-    starts = eval_starts(val_tokens.size, LENGTH, 16)
-    idx = torch.from_numpy(np.stack([val_tokens[i:i + LENGTH] for i in starts])).to(next(model.parameters()).device)
-    energy = frequency_energy(model, idx)
+    energy = validation_energy(model, val_tokens)
     return {**res.to_dict(), "energy": energy["energy"], "frequencies": energy["frequencies"],
             "dominant_band": energy["dominant_band"], "dominant_wavelength": energy["dominant_wavelength"],
             "effective_frequency": energy["effective_frequency"]}

@@ -22,7 +22,8 @@ from depstat.model import ModelConfig, Scaling
 from depstat.synth import arithmetic_jsonl, arithmetic_problems
 from depstat.train import TrainConfig, evaluate, set_threads, train
 from depstat.validate.common import (
-    Options, RunStore, advice, build_and_train, mean_spread, read_texts, savefig, split_docs, text_bytes, write_json,
+    HEAD_DIM, MODEL, Options, RunStore, advice, build_and_train, mean_spread, read_texts, savefig, split_docs,
+    text_bytes, write_json,
 )
 
 SETTINGS = {
@@ -31,10 +32,8 @@ SETTINGS = {
              "ft_steps": 100},
 }
 FT_BATCH, FT_LR = 4, 1e-3  # fine-tuning at s L: windows per step, peak learning rate
-LENGTH = 128
+LENGTH = 128  # shorter than the other experiments' so that 4L stays cheap on a CPU
 FACTOR = 4
-MODEL = {"n_layer": 2, "n_head": 2, "d_model": 64}
-HEAD_DIM = MODEL["d_model"] // MODEL["n_head"]
 METHODS = ("none", "pi", "yarn")
 KINDS = ("natural text", "arithmetic")
 _COPY = re.compile(r"= ([a-z]+) [-+*] |What is ([a-z]+)\?")
