@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the benchmarks and write their output to $OUT/{speed,accuracy,analysis,end_to_end,dask}.txt.
 # Usage: benchmarks/run.sh [--quick]
-# Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output).
+# Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
+# ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -36,6 +37,9 @@ header() {
 run() {
     local name=$1
     shift
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]]; then
+        return
+    fi
     echo "== $name" >&2
     { header "$@"; "$@"; } | tee "$OUT/$name.txt"
 }
@@ -45,4 +49,4 @@ run accuracy "$PYTHON" benchmarks/bench_accuracy.py "${accuracy_args[@]}"
 run analysis "$PYTHON" benchmarks/bench_analysis.py "${analysis_args[@]}"
 run end_to_end "$PYTHON" benchmarks/bench_end_to_end.py "${end_to_end_args[@]}"
 run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
-echo "wrote $OUT/speed.txt, $OUT/accuracy.txt, $OUT/analysis.txt, $OUT/end_to_end.txt and $OUT/dask.txt" >&2
+echo "wrote ${ONLY:-speed accuracy analysis end_to_end dask} into $OUT" >&2
