@@ -19,11 +19,13 @@ PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid"
 # before this switch: plug-in profile of 250k byte tokens 0.060 s on one thread, 0.327 s on
 # two; at 1M BPE-8k tokens two threads won, 2.3 s against 4.5 s).
 PARALLEL_MIN_TOKENS = 1_000_000
-# Run counts buffered per worker for the one-sweep jackknife (3 int64 each: 24 MB).
-BUFFER_CELLS = 1 << 20
-# Per-cell counting state of one sweep (16 bytes a cell), sized to stay in a core's L2 cache.
-STATE_BYTES = 1 << 19
+# Target positions per partition of the partitioned kernel: its pairs, sorted in a
+# scratch array, stay in a core's L2 cache (benchmarks/bench_speed.py; docs/scale.md).
+PART_TOKENS = 1 << 15
+MAX_PARTS = 1024  # partitions are made larger on long streams to keep the write streams few
 DENSE_MAX_VOCAB = 256
+# Dense tables of one batch of offsets (4 bytes a cell), sized to stay in a core's L2 cache.
+DENSE_BATCH_BYTES = 1 << 18
 
 
 @contextmanager
@@ -76,19 +78,22 @@ def jackknife_blocks(doc_lengths: np.ndarray, n_blocks: int) -> tuple[np.ndarray
 
 
 class PairCounter:
-    """Document and block layout of one stream, and its token groups, built once for all offsets.
+    """Document and block layout of one stream, with its tokens relabelled, built once for all offsets.
 
-    Vocabularies of at most ``DENSE_MAX_VOCAB`` tokens (bytes) are counted into whole
-    V x V tables in position order (``kernels.dense_pair_sums``); larger ones by token
-    group (``kernels.joint_sums``), which needs the grouped layout. ``dense`` forces either.
+    Token ids are replaced by their frequency rank among the tokens present (entropies and
+    MI do not depend on the labels), so tables have A x A cells for the A tokens used and
+    the most frequent ones share cache lines. With A at most ``DENSE_MAX_VOCAB`` (bytes)
+    pairs are counted into whole A x A tables in position order (``kernels.dense_pair_sums``);
+    otherwise they are partitioned by first token (``kernels.emit_pairs``) and counted
+    partition by partition (``kernels.partition_sums``). ``dense`` forces either;
+    ``part_tokens`` sets the partition size.
     """
 
     def __init__(
-        self, stream: TokenStream, n_blocks: int = 20, seed: int = 0, buffer_cells: int = BUFFER_CELLS,
-        dense: bool | None = None,
+        self, stream: TokenStream, n_blocks: int = 20, seed: int = 0, dense: bool | None = None,
+        part_tokens: int = PART_TOKENS,
     ) -> None:
         self.stream = stream
-        self.buffer_cells = buffer_cells
         tok = stream.tokens
         n = tok.shape[0]
         if n >= 2**31:
@@ -96,28 +101,31 @@ class PairCounter:
                 f"granularity {stream.name!r}: {n:,} tokens is more than one counter holds (2^31)",
                 hint="profile a sample with --max-tokens",
             )
-        # The partner reads are random: the smallest token type keeps more of them in cache.
-        self.tokens = tok.astype(np.min_scalar_type(max(int(stream.vocab_size) - 1, 0)))
-        self.doc_ends = ends = np.cumsum(stream.doc_lengths)
-        doc_starts = ends - stream.doc_lengths
+        if n_blocks > kernels.MAX_BLOCKS:
+            raise DepstatError(
+                f"{n_blocks} jackknife blocks is more than the counter tracks ({kernels.MAX_BLOCKS})",
+                hint=f"use --blocks {kernels.MAX_BLOCKS} or fewer",
+            )
+        counts = np.bincount(tok, minlength=int(stream.vocab_size))
+        by_count = np.argsort(-counts, kind="stable")
+        self.vocab = max(int(np.count_nonzero(counts)), 1)
+        rank = np.empty(len(counts), dtype=np.min_scalar_type(max(len(counts) - 1, 0)))
+        rank[by_count] = np.arange(len(counts))
+        self.tokens = rank[tok].astype(np.min_scalar_type(self.vocab - 1), copy=False)
+        self.doc_ends = np.cumsum(stream.doc_lengths)
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
         self.shift = max(n // 2, 1)
         self.seed = seed
-        self.dense = int(stream.vocab_size) <= DENSE_MAX_VOCAB if dense is None else dense
+        self.dense = self.vocab <= DENSE_MAX_VOCAB if dense is None else dense
         if self.dense:
             return
-        self.order, self.starts = kernels.group_by_token(tok, int(stream.vocab_size))
-        # Grouped order: the room left in each position's document, and runs of positions
-        # that share a token group and a jackknife block.
-        self.rem_sorted, block_sorted = kernels.grouped_layout(self.order, ends, self.block_starts)
-        cuts = np.flatnonzero(block_sorted[1:] != block_sorted[:-1]) + 1
-        self.run_starts = np.unique(np.concatenate([cuts, self.starts])).astype(np.int64)
-        self.run_block = block_sorted[self.run_starts[:-1]].astype(np.int64) if n else np.zeros(0, np.int64)
-        # Position order: segments inside one document and one block.
-        self.seg_starts = np.unique(np.concatenate([doc_starts, self.block_starts])).astype(np.int64)
-        self.seg_doc_end = ends[np.searchsorted(ends, self.seg_starts[:-1], side="right")]
-        self.block_segs = np.searchsorted(self.seg_starts, self.block_starts).astype(np.int64)
+        target = max(part_tokens, -(-n // MAX_PARTS))
+        self.code, self.widths = kernels.partition_tokens(counts[by_count[: self.vocab]], target)
+        self.region = kernels.partition_layout(self.tokens, self.code, self.block_starts, len(self.widths))
+        self.ybits = max(int(self.vocab - 1).bit_length(), 1)
+        wide = self.ybits + max(kernels.XLOC_BITS, kernels.BLOCK_BITS) > 32
+        self.pair_dtype = np.uint64 if wide else np.uint32
 
     def partner_seed(self, r: int) -> int:
         """Seed of the i.i.d. null at offset r."""
@@ -130,44 +138,59 @@ class PairCounter:
     def sums_at(
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
     ) -> dict[tuple[str, int], TableSums]:
-        """Table sums for every (partner, offset); offsets are swept together in cache-sized batches."""
+        """Table sums for every (partner, offset)."""
         out = {}
         for batch in self.batches(offsets, len(partners)):
             out.update(self._sweep(batch, partners, jackknife))
         return out
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
-        """The offsets, ascending, cut into batches whose counting state fits in cache."""
+        """The offsets, ascending, cut into batches counted together (dense tables that fit in cache).
+
+        The partitioned kernel takes one slot at a time, so its batches are single offsets.
+        """
         offsets = sorted({int(r) for r in offsets})
-        vocab = int(self.stream.vocab_size)
-        cells = vocab * vocab * 4 if self.dense else 16 * vocab  # bytes of counting state per slot
-        size = max(1, STATE_BYTES // (cells * max(n_partners, 1)))
+        if not self.dense:
+            return [[r] for r in offsets]
+        cells = self.vocab * self.vocab * 4  # bytes of one slot's table
+        size = max(1, DENSE_BATCH_BYTES // (cells * max(n_partners, 1)))
         return [offsets[i : i + size] for i in range(0, len(offsets), size)]
 
     def _sweep(
         self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
     ) -> dict[tuple[str, int], TableSums]:
-        """One pass of the kernels over the slots (offset, partner), sorted by offset."""
+        """Count the slots (offset, partner), sorted by offset."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
-        vocab = int(self.stream.vocab_size)
         table = kernels.SUM_TABLES
         with threads_for(self.stream.n_tokens):
             if self.dense:
                 sums = kernels.dense_pair_sums(
                     self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
-                    self.shift, table, jackknife, vocab,
+                    self.shift, table, jackknife, self.vocab,
                 )
                 return _by_slot(slots, *sums)
-            joint, first, joint_jk, first_jk, block_pairs = kernels.joint_sums(
-                self.tokens, self.order, self.starts, self.rem_sorted, self.run_starts,
-                self.run_block, self.n_blocks, slot_r, slot_mode, slot_seed, self.shift, table,
-                jackknife, self.buffer_cells, numba.get_num_threads(),
-            )
-            second, second_jk = kernels.second_sums(
-                self.tokens, self.seg_starts, self.seg_doc_end, self.block_segs, vocab,
-                slot_r, slot_mode, slot_seed, self.shift, table, jackknife,
-            )
-        return _by_slot(slots, joint, first, second, joint_jk, first_jk, second_jk, block_pairs)
+            pairs = np.empty(self.tokens.shape[0], dtype=self.pair_dtype)
+            fill_end = np.empty_like(self.region)
+            first = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
+            second = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
+            out = {}
+            for (r, mode, p), seed in zip(slots, slot_seed):
+                kernels.emit_pairs(
+                    self.tokens, self.code, self.doc_ends, self.block_starts, self.region, r, mode,
+                    int(seed), self.shift, self.ybits, pairs, fill_end, first, second,
+                )
+                joint, joint_jk = kernels.partition_sums(
+                    pairs, self.region, fill_end, self.widths, first, self.ybits, table, jackknife,
+                    numba.get_num_threads(),
+                )
+                first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+                second_sums, second_jk = kernels.row_sums(second, table, jackknife)
+                block_pairs = first.sum(axis=1, dtype=np.int64)
+                out[p, r] = TableSums(
+                    int(block_pairs.sum()), joint, first_sums, second_sums, joint_jk, first_jk,
+                    second_jk, block_pairs,
+                )
+            return out
 
 
 def _by_slot(

@@ -72,56 +72,6 @@ def n_g_n(n: int, table: np.ndarray) -> float:
     return x * (psi + 0.5 * sign * half_diff)
 
 
-@nb.njit(cache=True)
-def group_by_token(tok: np.ndarray, vocab: int) -> tuple[np.ndarray, np.ndarray]:
-    """Stable counting sort: ``order[starts[v]:starts[v+1]]`` are the positions of token v, ascending.
-
-    ``order`` is int32: a stream is below 2^31 tokens (``PairCounter`` checks).
-    """
-    counts = np.zeros(vocab + 1, dtype=np.int64)
-    for i in range(tok.shape[0]):
-        counts[tok[i] + 1] += 1
-    starts = np.cumsum(counts)
-    fill = starts[:-1].copy()
-    order = np.empty(tok.shape[0], dtype=np.int32)
-    for i in range(tok.shape[0]):
-        v = tok[i]
-        order[fill[v]] = i
-        fill[v] += 1
-    return order, starts
-
-
-@nb.njit(cache=True)
-def grouped_layout(
-    order: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each position in grouped order: the room left in its document and its block (int32)."""
-    room = np.empty(order.shape[0], dtype=np.int32)
-    block = np.empty(order.shape[0], dtype=np.int32)
-    for k in range(order.shape[0]):
-        p = order[k]
-        room[k] = doc_ends[np.searchsorted(doc_ends, p, side="right")] - p - 1
-        block[k] = np.searchsorted(block_starts, p, side="right") - 1
-    return room, block
-
-
-@nb.njit(cache=True)
-def chunk_bounds(starts: np.ndarray, n_chunks: int) -> np.ndarray:
-    """Split the token groups into n_chunks runs of roughly equal position counts."""
-    vocab = starts.shape[0] - 1
-    total = starts[vocab]
-    bounds = np.empty(n_chunks + 1, dtype=np.int64)
-    bounds[0] = 0
-    v = 0
-    for c in range(1, n_chunks):
-        target = total * c // n_chunks
-        while v < vocab and starts[v] < target:
-            v += 1
-        bounds[c] = v
-    bounds[n_chunks] = vocab
-    return bounds
-
-
 @nb.njit(cache=True, inline="always")
 def _mix(key: int, seed: int) -> np.uint64:
     """A 64-bit hash of (key, seed) (splitmix-style finaliser)."""
@@ -168,227 +118,305 @@ def _add_delta(out: np.ndarray, total: int, part: int, tables: np.ndarray) -> No
     _add_sums(out, total, tables, -1.0)
 
 
-# Per-cell state while a token group is counted: total, (last run + 1), count in that run.
-TOTAL, LAST_RUN, RUN_COUNT, STATE_WIDTH = 0, 1, 2, 4
+# Partitioned counting (vocabularies above DENSE_MAX_VOCAB). Token ids are frequency ranks
+# (``PairCounter`` relabels), cut into partitions: runs of at most 2^XLOC_BITS consecutive
+# ids holding about ``part_tokens`` positions. A pair is stored as
+# ``xloc << ybits | y`` (xloc: the first token's index in its partition), then, once sorted
+# by xloc inside its partition, as ``y << BLOCK_BITS | block``.
+XLOC_BITS = 8
+XLOC_MASK = (1 << XLOC_BITS) - 1
+BLOCK_BITS = 8
+BLOCK_MASK = (1 << BLOCK_BITS) - 1
+MAX_BLOCKS = 1 << BLOCK_BITS
+
+
+@nb.njit(cache=True)
+def partition_tokens(counts: np.ndarray, part_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cut token ids (sorted by count, descending) into partitions of about ``part_tokens`` positions.
+
+    Returns ``code`` (``partition << XLOC_BITS | xloc`` per token) and each partition's width.
+    """
+    code = np.empty(counts.shape[0], dtype=np.int32)
+    widths = np.empty(counts.shape[0] + 1, dtype=np.int64)
+    q, w, size = 0, 0, 0
+    for x in range(counts.shape[0]):
+        if w > 0 and (w == XLOC_MASK + 1 or size + counts[x] > part_tokens):
+            widths[q] = w
+            q, w, size = q + 1, 0, 0
+        code[x] = (q << XLOC_BITS) | w
+        w += 1
+        size += counts[x]
+    widths[q] = w
+    return code, widths[: q + 1].copy()
+
+
+@nb.njit(cache=True)
+def partition_layout(tok: np.ndarray, code: np.ndarray, block_starts: np.ndarray, n_parts: int) -> np.ndarray:
+    """Where the pairs of each (partition, block) start in the pair buffer: partition-major, blocks in order.
+
+    Room is made for every position; offsets that lose the last positions of documents
+    leave gaps, which ``emit_pairs`` reports through ``fill_end``.
+    """
+    n_blocks = block_starts.shape[0] - 1
+    room = np.zeros((n_parts, n_blocks), dtype=np.int64)
+    for g in range(n_blocks):
+        for p in range(block_starts[g], block_starts[g + 1]):
+            room[code[tok[p]] >> XLOC_BITS, g] += 1
+    region = np.empty((n_parts, n_blocks), dtype=np.int64)
+    total = 0
+    for q in range(n_parts):
+        for g in range(n_blocks):
+            region[q, g] = total
+            total += room[q, g]
+    return region
 
 
 @nb.njit(cache=True, inline="always")
-def _sweep_group(
-    tok, order, rem_s, run_starts, run_block, r0, r1, slot_r, slot_mode, slot_seed, shift, rotate,
-    vocab, tables, state, touched, n_touched, nx_runs, track_runs, totals_known, buf, n_buf,
-    joint_jk,
-):
-    """Count the partners of one token group, run by run, for every slot.
+def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n: int) -> tuple[int, int]:
+    """``(stop, off)``: positions q .. stop - 1 (stop <= last) have their partner at ``i + off``.
 
-    Slots are sorted by offset, so a position stops at the first slot its document cannot
-    reach. ``state[cell]`` keeps the cell's total and, with ``track_runs``, the last run that
-    hit it and its count there: when a later run hits the cell, the earlier run's count is
-    final. It then goes to ``buf`` while the group's totals are still growing, or straight
-    into the jackknife deltas when ``totals_known`` (a recount after the buffer overflowed).
-    Returns ``(n_touched, n_buf)``; ``n_buf`` is -1 once the buffer has overflowed.
+    The real partner is one run; the rotation null is a run up to the next jitter change
+    or wrap-around; the i.i.d. null is a run of one position. Inner loops then read the
+    partners as a second sequential stream.
     """
-    n = tok.shape[0]
-    n_slots = slot_r.shape[0]
-    for i in range(r0, r1):
-        nx_run = nx_runs[i - r0]
-        for k in range(run_starts[i], run_starts[i + 1]):
-            p = order[k]
-            room = rem_s[k]
-            base = _rotation_base(p, shift, n) if rotate else 0
-            for s in range(n_slots):
-                r = slot_r[s]
-                if r > room:
-                    break
-                cell = s * vocab + tok[_partner(p, base, r, slot_mode[s], n, slot_seed[s])]
-                st = cell * STATE_WIDTH
-                if not totals_known:
-                    if state[st + TOTAL] == 0:
-                        touched[n_touched] = cell
-                        n_touched += 1
-                    state[st + TOTAL] += 1
-                    nx_run[s] += 1
-                if track_runs:
-                    last = state[st + LAST_RUN]
-                    if last != i + 1:
-                        if last != 0:
-                            if totals_known:
-                                _add_delta(joint_jk[s, run_block[last - 1]], state[st + TOTAL],
-                                           state[st + RUN_COUNT], tables)
-                            elif 0 <= n_buf < buf.shape[0]:
-                                buf[n_buf, 0] = cell
-                                buf[n_buf, 1] = last - 1
-                                buf[n_buf, 2] = state[st + RUN_COUNT]
-                                n_buf += 1
-                            else:
-                                n_buf = -1
-                        state[st + LAST_RUN] = i + 1
-                        state[st + RUN_COUNT] = 1
-                    else:
-                        state[st + RUN_COUNT] += 1
-    return n_touched, n_buf
+    if mode == MODE_REAL:
+        return last, r
+    if mode == MODE_ROTATE:
+        v = _rotation_base(q, shift, n) + r
+        v = v - n if v >= n else v
+        stop = min(last, (q | ((1 << ROTATE_RUN_BITS) - 1)) + 1, q + n - v)
+        return stop, v - q
+    return q + 1, _partner(q, 0, r, mode, n, seed) - q
+
+
+@nb.njit(cache=True, inline="always")
+def _put(pairs, fill, first_row, second_row, code, x, y, ybits):
+    """Append the pair (x, y) to the partition of x and count both tokens."""
+    c = code[x]
+    k = c >> XLOC_BITS
+    pairs[fill[k]] = ((c & XLOC_MASK) << ybits) | y
+    fill[k] += 1
+    first_row[x] += 1
+    second_row[y] += 1
 
 
 @nb.njit(cache=True, parallel=True)
-def joint_sums(
-    tok: np.ndarray,
-    order: np.ndarray,
-    starts: np.ndarray,
-    rem_s: np.ndarray,
-    run_starts: np.ndarray,
-    run_block: np.ndarray,
-    n_blocks: int,
-    slot_r: np.ndarray,
-    slot_mode: np.ndarray,
-    slot_seed: np.ndarray,
-    shift: int,
-    tables: np.ndarray,
-    jackknife: bool,
-    buffer_cells: int,
-    n_workers: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sums of the joint table and of the first-token marginal for every slot (offset, partner).
+def emit_pairs(
+    tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
+    region: np.ndarray, r: int, mode: int, seed: int, shift: int, ybits: int,
+    pairs: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
+) -> None:
+    """Write the pairs at offset r, read in position order, into their partitions' regions.
 
-    ``rem_s[k]`` is the room left in the document of position ``order[k]``. The grouped
-    positions are cut into runs (``run_starts``) that never straddle a token group or a
-    jackknife block; ``run_block`` gives each run's block. One sweep over a group gives its
-    table and, per run, the count of every cell it hit, from which the change of the sums
-    when a block is deleted follows once the group's totals are known. A group whose
-    run counts overflow the buffer (``buffer_cells`` per chunk) is swept a second time.
-
-    Returns ``(joint, first, joint_jk, first_jk, block_pairs)`` with a leading slot axis.
+    Block g's pairs of partition q fill ``pairs[region[q, g]:fill_end[q, g]]``: reads are
+    sequential and the writes go to one stream per partition, so little waits on memory.
+    ``first[g]`` and ``second[g]`` count block g's first and partner tokens (the marginals).
+    Blocks run in parallel, each into its own regions.
     """
-    vocab = starts.shape[0] - 1
-    n_slots = slot_r.shape[0]
-    width = n_slots * vocab
-    rotate = (slot_mode == MODE_ROTATE).any()
-    bounds = chunk_bounds(starts, N_CHUNKS)
-    group_run = np.searchsorted(run_starts, starts)
-    joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
-    first_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
-    joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
-    first_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
-    pairs_c = np.zeros((N_CHUNKS, n_slots, n_blocks), dtype=np.int64)
-    for w in nb.prange(n_workers):  # scratch arrays per worker, results per chunk
-        state = np.zeros(width * STATE_WIDTH, dtype=np.int32)
-        touched = np.empty(width, dtype=np.int32)
-        buf = np.empty((buffer_cells if jackknife else 0, 3), dtype=np.int64)
-        nx = np.zeros(n_slots, dtype=np.int64)
-        nx_runs = np.zeros((n_blocks, n_slots), dtype=np.int64)
-        for c in range(w, N_CHUNKS, n_workers):
-            jk = joint_jk_c[c]
-            for v in range(bounds[c], bounds[c + 1]):
-                r0, r1 = group_run[v], group_run[v + 1]
-                if r0 == r1:
-                    continue
-                nx_runs[: r1 - r0] = 0
-                n_touched, n_buf = _sweep_group(
-                    tok, order, rem_s, run_starts, run_block, r0, r1, slot_r, slot_mode, slot_seed,
-                    shift, rotate, vocab, tables, state, touched, 0, nx_runs, jackknife, False, buf, 0,
-                    jk,
+    n = tok.shape[0]
+    n_blocks = block_starts.shape[0] - 1
+    for g in nb.prange(n_blocks):
+        fill = region[:, g].copy()
+        first_row, second_row = first[g], second[g]
+        first_row[:] = 0
+        second_row[:] = 0
+        lo, hi = block_starts[g], block_starts[g + 1]
+        d = np.searchsorted(doc_ends, lo, side="right")
+        p = lo
+        while p < hi:
+            end = min(doc_ends[d], hi)
+            last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
+            q = p
+            while q < last:
+                stop, off = _partner_run(q, last, r, mode, seed, shift, n)
+                for i in range(q, stop):
+                    _put(pairs, fill, first_row, second_row, code, tok[i], tok[i + off], ybits)
+                q = stop
+            p = end
+            d += 1
+        fill_end[:, g] = fill
+
+
+@nb.njit(cache=True, inline="always")
+def _cell_sums(n: int, tables: np.ndarray) -> tuple[float, float]:
+    """(n ln n, n G(n)) from the tables, or computed beyond them."""
+    if n < tables.shape[1]:
+        return tables[0, n], tables[1, n]
+    return n_log_n(n), n_g_n(n, tables[1])
+
+
+@nb.njit(cache=True, inline="always")
+def _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end, tables, jk, jackknife):
+    """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``total``.
+
+    With ``jackknife``, each block's cell counts are kept in ``run`` and queued (cell, count)
+    when the block ends; once the totals are known the queue gives the change of the joint
+    sums when each block is deleted, added to ``jk``. Returns the number of cells touched
+    (listed in ``touched``, whose ``total`` the caller reads and resets).
+    """
+    n_t, n_pend = 0, 0
+    for g in range(lo.shape[0]):
+        if not jackknife:
+            for i in range(lo[g], hi[g]):
+                y = src[i]
+                t = total[y]
+                touched[n_t] = y
+                n_t += t == 0
+                total[y] = t + 1
+            continue
+        n_hit = 0
+        for i in range(lo[g], hi[g]):
+            y = src[i]
+            m = run[y]
+            hit[n_hit] = y
+            n_hit += m == 0
+            run[y] = m + 1
+        for j in range(n_hit):
+            y = hit[j]
+            m = run[y]
+            run[y] = 0
+            t = total[y]
+            touched[n_t] = y
+            n_t += t == 0
+            total[y] = t + m
+            pend_y[n_pend] = y
+            pend_m[n_pend] = m
+            n_pend += 1
+        run_end[g] = n_pend
+    if jackknife:
+        j0 = 0
+        for g in range(lo.shape[0]):
+            d0, d1, emptied = 0.0, 0.0, 0
+            for j in range(j0, run_end[g]):
+                t, m = total[pend_y[j]], pend_m[j]
+                after0, after1 = _cell_sums(t - m, tables)
+                before0, before1 = _cell_sums(t, tables)
+                d0 += after0 - before0
+                d1 += after1 - before1
+                emptied += m == t
+            jk[g, 0] += d0
+            jk[g, 1] += d1
+            jk[g, 2] -= emptied
+            j0 = run_end[g]
+    return n_t
+
+
+@nb.njit(cache=True, inline="always")
+def _partition_sums(
+    pairs, region, fill_end, w, x0, q, first, ybits, ymask, tables, jackknife, total, run, touched,
+    hit, srt, pend_y, pend_m, run_end, pos, lo, hi, sums, jk,
+):
+    """Add partition q's joint sums to ``sums`` and its delete-one-block changes to ``jk``.
+
+    The partition holds tokens x0 .. x0 + w - 1; the other arrays are the worker's scratch.
+    """
+    n_blocks = region.shape[1]
+    if w > 1:  # counting sort by (token, block), block order kept
+        at = 0
+        for x in range(w):
+            for g in range(n_blocks):
+                pos[g * w + x] = at
+                at += first[g, x0 + x]
+        for g in range(n_blocks):
+            for i in range(region[q, g], fill_end[q, g]):
+                e = pairs[i]
+                k = g * w + (e >> ybits)
+                srt[pos[k]] = e & ymask
+                pos[k] += 1
+    for x in range(w):
+        for g in range(n_blocks):
+            if w == 1:
+                lo[g], hi[g] = region[q, g], fill_end[q, g]
+            else:
+                hi[g] = pos[g * w + x]
+                lo[g] = hi[g] - first[g, x0 + x]
+        n_t = _count_token(
+            pairs if w == 1 else srt, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end,
+            tables, jk, jackknife,
+        )
+        s0, s1 = 0.0, 0.0
+        for j in range(n_t):
+            y = touched[j]
+            v0, v1 = _cell_sums(total[y], tables)
+            s0 += v0
+            s1 += v1
+            total[y] = 0
+        sums[0] += s0
+        sums[1] += s1
+        sums[2] += n_t
+
+
+@nb.njit(cache=True, parallel=True)
+def partition_sums(
+    pairs: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray,
+    first: np.ndarray, ybits: int, tables: np.ndarray, jackknife: bool, n_workers: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sums of the joint table of one slot, and their change when each block is deleted.
+
+    A partition of one token is read where ``emit_pairs`` left it (its pairs are already in
+    block order); a wider one is first sorted by first token and block with a counting sort
+    whose counts are ``first`` (per block and token). Each token's partners are then
+    counted in a dense array of length V (in cache) and reset. Partitions are split over
+    N_CHUNKS fixed chunks whose results are added in order, so the sums do not depend on
+    the thread count; each of ``n_workers`` workers takes every n_workers-th chunk with its
+    own scratch arrays. Returns ``(joint, joint_jk)``.
+    """
+    n_parts, n_blocks = region.shape
+    vocab = first.shape[1]
+    ymask = (1 << ybits) - 1
+    part_start = np.zeros(n_parts + 1, dtype=np.int64)
+    largest = 1
+    for q in range(n_parts):
+        part_start[q + 1] = part_start[q] + widths[q]
+        largest = max(largest, fill_end[q, n_blocks - 1] - region[q, 0])
+    joint_c = np.zeros((N_CHUNKS, N_SUMS))
+    joint_jk_c = np.zeros((N_CHUNKS, n_blocks, N_SUMS))
+    for worker in nb.prange(n_workers):
+        total = np.zeros(vocab, dtype=np.int32)
+        run = np.zeros(vocab, dtype=np.int32)
+        touched = np.empty(vocab, dtype=np.int32)
+        hit = np.empty(vocab, dtype=np.int32)
+        srt = np.empty(largest, dtype=pairs.dtype)
+        pend_y = np.empty(largest if jackknife else 0, dtype=np.int32)
+        pend_m = np.empty(largest if jackknife else 0, dtype=np.int32)
+        pos = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)
+        run_end = np.empty(n_blocks, dtype=np.int64)
+        lo = np.empty(n_blocks, dtype=np.int64)
+        hi = np.empty(n_blocks, dtype=np.int64)
+        for c in range(worker, N_CHUNKS, n_workers):
+            sums = np.zeros(N_SUMS)  # the chunk's, away from other workers' cache lines
+            jk = np.zeros((n_blocks, N_SUMS))
+            for q in range(c, n_parts, N_CHUNKS):
+                _partition_sums(
+                    pairs, region, fill_end, widths[q], part_start[q], q, first, ybits, ymask, tables,
+                    jackknife, total, run, touched, hit, srt, pend_y, pend_m, run_end, pos, lo, hi,
+                    sums, jk,
                 )
-                nx[:] = 0
-                for i in range(r0, r1):
-                    for s in range(n_slots):
-                        m = nx_runs[i - r0, s]
-                        nx[s] += m
-                        pairs_c[c, s, run_block[i]] += m
-                for s in range(n_slots):
-                    if nx[s] > 0:
-                        _add_sums(first_c[c, s], nx[s], tables, 1.0)
-                if jackknife:
-                    for i in range(r0, r1):
-                        for s in range(n_slots):
-                            if nx_runs[i - r0, s] > 0:
-                                _add_delta(first_jk_c[c, s, run_block[i]], nx[s], nx_runs[i - r0, s], tables)
-                    if n_buf < 0:  # sweep again with the totals known, from a clean run state
-                        for j in range(n_touched):
-                            state[touched[j] * STATE_WIDTH + LAST_RUN] = 0
-                        _sweep_group(
-                            tok, order, rem_s, run_starts, run_block, r0, r1, slot_r, slot_mode,
-                            slot_seed, shift, rotate, vocab, tables, state, touched, n_touched,
-                            nx_runs, True, True, buf, 0, jk,
-                        )
-                    else:
-                        for j in range(n_buf):
-                            cell = buf[j, 0]
-                            total = state[cell * STATE_WIDTH + TOTAL]
-                            _add_delta(jk[cell // vocab, run_block[buf[j, 1]]], total, buf[j, 2], tables)
-                for j in range(n_touched):
-                    cell = touched[j]
-                    st = cell * STATE_WIDTH
-                    total = state[st + TOTAL]
-                    s = cell // vocab
-                    _add_sums(joint_c[c, s], total, tables, 1.0)
-                    if jackknife:  # the last run that hit the cell
-                        block = run_block[state[st + LAST_RUN] - 1]
-                        if state[st + RUN_COUNT] == total:  # deleting the block empties the cell
-                            _add_sums(jk[s, block], total, tables, -1.0)
-                        else:
-                            _add_delta(jk[s, block], total, state[st + RUN_COUNT], tables)
-                    for q in range(STATE_WIDTH):
-                        state[st + q] = 0
-    joint = np.zeros((n_slots, N_SUMS))
-    first = np.zeros((n_slots, N_SUMS))
-    joint_jk = np.zeros((n_slots, n_blocks, N_SUMS))
-    first_jk = np.zeros((n_slots, n_blocks, N_SUMS))
-    block_pairs = np.zeros((n_slots, n_blocks), dtype=np.int64)
+            joint_c[c] = sums
+            joint_jk_c[c] = jk
+    joint = np.zeros(N_SUMS)
+    joint_jk = np.zeros((n_blocks, N_SUMS))
     for c in range(N_CHUNKS):
         joint += joint_c[c]
-        first += first_c[c]
         joint_jk += joint_jk_c[c]
-        first_jk += first_jk_c[c]
-        block_pairs += pairs_c[c]
-    return joint, first, joint_jk, first_jk, block_pairs
+    return joint, joint_jk
 
 
 @nb.njit(cache=True, parallel=True)
-def second_sums(
-    tok: np.ndarray,
-    seg_starts: np.ndarray,
-    seg_doc_end: np.ndarray,
-    block_segs: np.ndarray,
-    vocab: int,
-    slot_r: np.ndarray,
-    slot_mode: np.ndarray,
-    slot_seed: np.ndarray,
-    shift: int,
-    tables: np.ndarray,
-    jackknife: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sums of the second-token marginal of every slot and their jackknife deltas.
-
-    Positions are cut into segments that lie in one document and one block (segment i is
-    ``seg_starts[i]:seg_starts[i+1]``, its document ends at ``seg_doc_end[i]``); block g is
-    segments ``block_segs[g]:block_segs[g+1]``. The blocks of a slot are counted in
-    parallel, each into its own row.
-    """
-    n = tok.shape[0]
-    n_blocks = block_segs.shape[0] - 1
-    n_slots = slot_r.shape[0]
-    sums = np.zeros((n_slots, N_SUMS))
-    deltas = np.zeros((n_slots, n_blocks, N_SUMS))
-    per_block = np.zeros((n_blocks, vocab), dtype=np.int64)
+def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Sums of the column totals of per-block count rows, and their change when each block is deleted."""
+    n_blocks, vocab = rows.shape
     total = np.zeros(vocab, dtype=np.int64)
-    for s in range(n_slots):
-        r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
-        for g in nb.prange(n_blocks):
-            row = per_block[g]
-            row[:] = 0
-            for i in range(block_segs[g], block_segs[g + 1]):
-                end = min(seg_starts[i + 1], seg_doc_end[i] - r)
-                for p in range(seg_starts[i], end):
-                    base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
-                    row[tok[_partner(p, base, r, mode, n, seed)]] += 1
-        total[:] = 0
-        for g in range(n_blocks):
-            total += per_block[g]
+    for g in range(n_blocks):
+        total += rows[g]
+    sums = np.zeros(N_SUMS)
+    for y in range(vocab):
+        _add_sums(sums, total[y], tables, 1.0)
+    deltas = np.zeros((n_blocks, N_SUMS))
+    for g in nb.prange(n_blocks if jackknife else 0):
         for y in range(vocab):
-            _add_sums(sums[s], total[y], tables, 1.0)
-        for g in nb.prange(n_blocks if jackknife else 0):
-            row = per_block[g]
-            for y in range(vocab):
-                if row[y] > 0:
-                    _add_delta(deltas[s, g], total[y], row[y], tables)
+            if rows[g, y] > 0:
+                _add_delta(deltas[g], total[y], rows[g, y], tables)
     return sums, deltas
 
 
@@ -405,7 +433,7 @@ def dense_pair_sums(
     jackknife: bool,
     vocab: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``joint_sums`` and ``second_sums`` at once for small vocabularies: whole V x V tables.
+    """All the sums of the given slots at once, for small vocabularies: whole V x V tables.
 
     Each block's pairs go into its own dense table (one per slot), read and written in
     cache; partners are read almost sequentially. The sums and the delete-one-block deltas
@@ -428,21 +456,12 @@ def dense_pair_sums(
                 r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
                 last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
                 cells = table[s]
-                if mode == MODE_REAL:
-                    for q in range(p, last):
-                        cells[tok[q], tok[q + r]] += 1
-                elif mode == MODE_ROTATE:
-                    base = 0
-                    for q in range(p, last):
-                        if q == p or (q & ((1 << ROTATE_RUN_BITS) - 1)) == 0:
-                            base = _rotation_base(q, shift, n)
-                        else:
-                            base = base + 1 if base + 1 < n else 0
-                        y = base + r
-                        cells[tok[q], tok[y - n if y >= n else y]] += 1
-                else:
-                    for q in range(p, last):
-                        cells[tok[q], tok[_partner(q, 0, r, mode, n, seed)]] += 1
+                q = p
+                while q < last:
+                    stop, off = _partner_run(q, last, r, mode, seed, shift, n)
+                    for i in range(q, stop):
+                        cells[tok[i], tok[i + off]] += 1
+                    q = stop
             p = end
             d += 1
     joint = np.zeros((n_slots, N_SUMS))
@@ -473,16 +492,21 @@ def dense_pair_sums(
             if not jackknife:
                 continue
             col[:] = 0
+            d0, d1, emptied = 0.0, 0.0, 0
             for x in active:
                 row = 0
-                for y in range(vocab):
-                    m = part[x, y]
-                    if m > 0:
-                        _add_delta(joint_jk[s, g], total[x, y], m, tables)
-                        row += m
-                        col[y] += m
+                for y in range(vocab):  # a cell the block misses (m = 0) adds 0: no branch
+                    m, t = part[x, y], total[x, y]
+                    after0, after1 = _cell_sums(t - m, tables)
+                    before0, before1 = _cell_sums(t, tables)
+                    d0 += after0 - before0
+                    d1 += after1 - before1
+                    emptied += (m == t) & (m > 0)
+                    row += m
+                    col[y] += m
                 if row > 0:
                     _add_delta(first_jk[s, g], rows[x], row, tables)
+            joint_jk[s, g, 0], joint_jk[s, g, 1], joint_jk[s, g, 2] = d0, d1, -emptied
             for y in range(vocab):
                 if col[y] > 0:
                     _add_delta(second_jk[s, g], cols[y], col[y], tables)

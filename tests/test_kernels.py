@@ -11,6 +11,7 @@ from scipy.special import digamma
 
 from depstat import counting, kernels
 from depstat.counting import PairCounter, jackknife_blocks
+from depstat.errors import DepstatError
 from depstat.stream import TokenStream
 from tests import naive
 
@@ -39,10 +40,13 @@ def assert_sums_equal(got, want) -> None:
     partner=st.sampled_from(["real", "rotate", "iid"]),
     n_blocks=st.integers(2, 6),
     dense=st.booleans(),
+    part_tokens=st.sampled_from([1, 3, 20, counting.PART_TOKENS]),
 )
-def test_sums_match_naive(stream: TokenStream, r: int, partner: str, n_blocks: int, dense: bool) -> None:
-    """Both kernels: dense V x V tables in position order, and counting by token group."""
-    counter = PairCounter(stream, n_blocks=n_blocks, seed=3, dense=dense)
+def test_sums_match_naive(
+    stream: TokenStream, r: int, partner: str, n_blocks: int, dense: bool, part_tokens: int
+) -> None:
+    """Both kernels: dense tables in position order, and partitions of one or many tokens."""
+    counter = PairCounter(stream, n_blocks=n_blocks, seed=3, dense=dense, part_tokens=part_tokens)
     got = counter.sums(r, partner)
     want = naive.naive_sums(
         stream.tokens, stream.doc_lengths, stream.vocab_size, r, partner,
@@ -63,12 +67,22 @@ def test_point_only_sums_match_and_skip_deltas(stream: TokenStream, r: int, dens
 
 
 @settings(max_examples=100, deadline=None)
-@given(tokens=st.lists(st.integers(0, 30), min_size=0, max_size=200))
-def test_group_by_token_is_a_stable_sort(tokens: list[int]) -> None:
-    tok = np.asarray(tokens, dtype=np.int32)
-    order, starts = kernels.group_by_token(tok, 31)
-    npt.assert_array_equal(order, np.argsort(tok, kind="stable"))
-    npt.assert_array_equal(np.diff(starts), np.bincount(tok, minlength=31))
+@given(
+    counts=st.lists(st.integers(1, 500), min_size=1, max_size=700).map(lambda c: sorted(c, reverse=True)),
+    part_tokens=st.integers(1, 3000),
+)
+def test_partitions_cover_the_tokens_in_order(counts: list[int], part_tokens: int) -> None:
+    """Consecutive token ids, at most 256 a partition, over the target only when one token is."""
+    code, widths = kernels.partition_tokens(np.asarray(counts, dtype=np.int64), part_tokens)
+    part, xloc = code >> kernels.XLOC_BITS, code & kernels.XLOC_MASK
+    npt.assert_array_equal(np.bincount(part), widths)
+    npt.assert_array_equal(xloc, np.concatenate([np.arange(w) for w in widths]))
+    assert (widths <= 1 << kernels.XLOC_BITS).all()
+    sizes = np.bincount(part, weights=counts)
+    assert ((sizes <= part_tokens) | (widths == 1)).all()
+    # a partition stops early only when the next token would not fit or it is full
+    nxt = np.asarray(counts)[np.cumsum(widths)[:-1]]
+    assert ((sizes[:-1] + nxt > part_tokens) | (widths[:-1] == 1 << kernels.XLOC_BITS)).all()
 
 
 def test_grassberger_table_and_asymptotic_series_match_scipy() -> None:
@@ -82,12 +96,6 @@ def test_grassberger_table_and_asymptotic_series_match_scipy() -> None:
     assert abs(kernels.n_g_n(2, kernels.NG_TABLE) / 2 - (g1 + 2)) < 1e-14
 
 
-def test_chunk_bounds_cover_every_token_group_once() -> None:
-    starts = np.cumsum(np.r_[0, np.random.default_rng(0).integers(0, 50, 1000)])
-    bounds = kernels.chunk_bounds(starts, 64)
-    assert bounds[0] == 0 and bounds[-1] == 1000 and (np.diff(bounds) >= 0).all()
-
-
 def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
     import numba
 
@@ -95,8 +103,11 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(counting, "PARALLEL_MIN_TOKENS", 0)  # small stream, but all threads
     rng = np.random.default_rng(1)
-    stream = TokenStream("t", rng.integers(0, 300, 20_000), np.full(50, 400), 300)
-    counters = [PairCounter(stream, n_blocks=10, dense=d) for d in (False, True)]
+    weights = 1 / np.arange(1, 301)  # Zipf: partitions of one token and of many
+    tokens = rng.choice(300, size=200_000, p=weights / weights.sum())
+    stream = TokenStream("t", tokens, np.full(500, 400), 300)
+    kinds = [(False, 200), (False, 10**6), (True, 1)]  # many partitions, two, dense
+    counters = [PairCounter(stream, n_blocks=10, dense=d, part_tokens=t) for d, t in kinds]
     before = numba.get_num_threads()
     try:
         numba.set_num_threads(1)
@@ -105,10 +116,15 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
         many = [c.sums_at([1, 7, 90], ("real", "rotate")) for c in counters]
     finally:
         numba.set_num_threads(before)
+    assert set(counters[0].widths[:3]) == {1} and counters[0].widths.max() > 1
     for a, b in zip(one, many):
         for key in a:
             for name in ("joint", "first", "second", "joint_jk", "first_jk", "second_jk"):
                 npt.assert_array_equal(getattr(a[key], name), getattr(b[key], name))
+    for partner in ("real", "rotate"):  # and right, not only equal
+        want = naive.naive_sums(tokens, stream.doc_lengths, 300, 7, partner, counters[0].block_starts,
+                                counters[0].shift, 0)
+        assert_sums_equal(many[0][partner, 7], want)
 
 
 @settings(max_examples=60, deadline=None)
@@ -117,45 +133,75 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
     offsets=st.lists(st.integers(1, 45), min_size=1, max_size=6),
     partners=st.lists(st.sampled_from(["real", "rotate", "iid"]), min_size=1, max_size=3, unique=True),
     workers=st.integers(1, 5),
-    buffer_cells=st.sampled_from([0, 1, 7, 1 << 12]),
+    part_tokens=st.sampled_from([1, 7, counting.PART_TOKENS]),
+    wide=st.booleans(),
 )
-def test_one_sweep_over_many_slots_matches_naive(
-    stream: TokenStream, offsets: list[int], partners: list[str], workers: int, buffer_cells: int
+def test_many_slots_any_worker_split_and_pair_width_match_naive(
+    stream: TokenStream, offsets: list[int], partners: list[str], workers: int, part_tokens: int,
+    wide: bool,
 ) -> None:
-    """Offsets and partners counted together, with any worker split, and a jackknife buffer
-    that overflows (0, 1, 7 cells: the group is swept again) or not: each slot equals its twin."""
-    counter = PairCounter(stream, n_blocks=3, seed=1, buffer_cells=buffer_cells, dense=False)
-    slots = sorted((r, p) for r in set(offsets) for p in partners)
-    slot_r = np.array([r for r, _ in slots])
-    slot_mode = np.array([counting.PARTNER_MODES[p] for _, p in slots])
-    slot_seed = np.array([counter.partner_seed(r) for r, _ in slots])
-    joint, first, joint_jk, first_jk, pairs = kernels.joint_sums(
-        counter.tokens, counter.order, counter.starts, counter.rem_sorted, counter.run_starts,
-        counter.run_block, counter.n_blocks, slot_r, slot_mode, slot_seed, counter.shift,
-        kernels.SUM_TABLES, True, buffer_cells, workers,
-    )
+    """Every (offset, partner) slot equals its twin, whatever the number of workers that split
+    the partitions and with 64-bit pair words (used above 2^24 tokens in the vocabulary)."""
+    counter = PairCounter(stream, n_blocks=3, seed=1, dense=False, part_tokens=part_tokens)
+    if wide:
+        counter.pair_dtype = np.uint64
     many = counter.sums_at(offsets, partners)
-    for i, (r, p) in enumerate(slots):
-        want = naive.naive_sums(
-            stream.tokens, stream.doc_lengths, stream.vocab_size, r, p, counter.block_starts,
-            counter.shift, counter.partner_seed(r),
-        )
-        assert_sums_equal(many[p, r], want)
-        npt.assert_allclose(joint[i], want.joint, rtol=1e-10, atol=1e-8)
-        npt.assert_allclose(joint_jk[i], want.joint_jk, rtol=1e-10, atol=1e-8)
-        npt.assert_allclose(first_jk[i], want.first_jk, rtol=1e-10, atol=1e-8)
-        npt.assert_array_equal(pairs[i], want.block_pairs)
+    for r in set(offsets):
+        for p in partners:
+            want = naive.naive_sums(
+                stream.tokens, stream.doc_lengths, stream.vocab_size, r, p, counter.block_starts,
+                counter.shift, counter.partner_seed(r),
+            )
+            assert_sums_equal(many[p, r], want)
+    pairs = np.empty(stream.n_tokens, dtype=counter.pair_dtype)
+    fill_end = np.empty_like(counter.region)
+    first, second = (np.empty((counter.n_blocks, counter.vocab), dtype=np.int32) for _ in range(2))
+    r = offsets[0]
+    kernels.emit_pairs(
+        counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, r,
+        kernels.MODE_REAL, 0, counter.shift, counter.ybits, pairs, fill_end, first, second,
+    )
+    joint, joint_jk = kernels.partition_sums(
+        pairs, counter.region, fill_end, counter.widths, first, counter.ybits, kernels.SUM_TABLES,
+        True, workers,
+    )
+    if "real" in partners:
+        npt.assert_array_equal(joint, many["real", r].joint)
+    want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, "real",
+                            counter.block_starts, counter.shift, 0)
+    npt.assert_allclose(joint, want.joint, rtol=1e-10, atol=1e-8)
+    npt.assert_allclose(joint_jk, want.joint_jk, rtol=1e-10, atol=1e-8)
+
+
+def test_counts_beyond_the_sum_tables_match_naive() -> None:
+    """Cells, marginals and block runs above 2^16 pairs take the asymptotic series."""
+    rng = np.random.default_rng(4)
+    tokens = np.where(rng.random(300_000) < 0.9, 0, rng.integers(1, 300, 300_000))
+    stream = TokenStream("big", tokens, np.full(3, 100_000), 300)
+    for dense in (False, True):
+        counter = PairCounter(stream, n_blocks=2, dense=dense)
+        want = naive.naive_sums(tokens, stream.doc_lengths, 300, 5, "real", counter.block_starts,
+                                counter.shift, 0)
+        assert want.block_pairs.min() > kernels.TABLE_SIZE
+        assert_sums_equal(counter.sums(5), want)
 
 
 def test_offsets_are_batched_to_fit_the_cache() -> None:
     rng = np.random.default_rng(0)
-    small = PairCounter(TokenStream("s", rng.integers(0, 256, 5000), [5000], 256), dense=False)
-    large = PairCounter(TokenStream("l", rng.integers(0, 8000, 5000), [5000], 8000))
+    small = PairCounter(TokenStream("s", rng.integers(0, 64, 5000), [5000], 256))
+    large = PairCounter(TokenStream("l", rng.integers(0, 8000, 50_000), [50_000], 8000))
     offsets = list(range(1, 30))
-    assert small.batches(offsets, 2) == [offsets]
-    cut = large.batches(reversed(offsets), 2)
+    assert small.dense and small.vocab == 64
+    cut = small.batches(reversed(offsets), 2)
     assert [r for b in cut for r in b] == offsets and len(cut) > 1
-    assert max(len(b) for b in cut) * 2 * 8000 * 16 <= counting.STATE_BYTES
+    assert max(len(b) for b in cut) * 2 * 64 * 64 * 4 <= counting.DENSE_BATCH_BYTES
+    assert not large.dense and large.batches(offsets, 2) == [[r] for r in offsets]
+
+
+def test_too_many_jackknife_blocks_is_a_clear_error() -> None:
+    stream = TokenStream("t", np.arange(1000) % 7, np.full(500, 2), 7)
+    with pytest.raises(DepstatError, match="jackknife blocks"):
+        PairCounter(stream, n_blocks=kernels.MAX_BLOCKS + 1)
 
 
 @pytest.mark.parametrize(
