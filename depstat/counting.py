@@ -17,8 +17,10 @@ PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid"
 # Below this many tokens one thread is faster: waking the second thread for every parallel
 # region costs more than the work it takes over (benchmarks/bench_speed.py --threads 1 / 2
 # before this switch: plug-in profile of 250k byte tokens 0.060 s on one thread, 0.327 s on
-# two; at 1M BPE-8k tokens two threads won, 2.3 s against 4.5 s).
-PARALLEL_MIN_TOKENS = 1_000_000
+# two). The partitioned kernel gains from two threads later: default profile with interval,
+# 29 offsets, of 1M BPE-8k tokens 32M pairs/s on one thread and 27M on two; of 3M, 43M and
+# 50M (2026-11-30, this 2-core machine).
+PARALLEL_MIN_TOKENS = {"dense": 1_000_000, "partitioned": 2_000_000}
 # Target positions per partition of the partitioned kernel: its pairs, sorted in a
 # scratch array, stay in a core's L2 cache (benchmarks/bench_speed.py; docs/scale.md).
 PART_TOKENS = 1 << 15
@@ -29,10 +31,10 @@ DENSE_BATCH_BYTES = 1 << 18
 
 
 @contextmanager
-def threads_for(n_tokens: int) -> Iterator[None]:
-    """Run the kernels on one thread for small streams, on all of Numba's threads otherwise."""
+def threads_for(n_tokens: int, kernel: str) -> Iterator[None]:
+    """Run a kernel ("dense", "partitioned") on one thread for small streams, on all threads otherwise."""
     before = numba.get_num_threads()
-    numba.set_num_threads(before if n_tokens >= PARALLEL_MIN_TOKENS else 1)
+    numba.set_num_threads(before if n_tokens >= PARALLEL_MIN_TOKENS[kernel] else 1)
     try:
         yield
     finally:
@@ -162,7 +164,7 @@ class PairCounter:
         """Count the slots (offset, partner), sorted by offset."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
         table = kernels.SUM_TABLES
-        with threads_for(self.stream.n_tokens):
+        with threads_for(self.stream.n_tokens, "dense" if self.dense else "partitioned"):
             if self.dense:
                 sums = kernels.dense_pair_sums(
                     self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,

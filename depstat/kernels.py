@@ -304,32 +304,32 @@ def _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end,
 @nb.njit(cache=True, inline="always")
 def _partition_sums(
     pairs, region, fill_end, w, x0, q, first, ybits, ymask, tables, jackknife, total, run, touched,
-    hit, srt, pend_y, pend_m, run_end, pos, lo, hi, sums, jk,
+    hit, srt, pend_y, pend_m, run_end, starts, pos, sums, jk,
 ):
     """Add partition q's joint sums to ``sums`` and its delete-one-block changes to ``jk``.
 
     The partition holds tokens x0 .. x0 + w - 1; the other arrays are the worker's scratch.
     """
     n_blocks = region.shape[1]
-    if w > 1:  # counting sort by (token, block), block order kept
+    if w > 1:  # counting sort by (token, block), block order kept; run (x, g) is at x * n_blocks + g
+        for g in range(n_blocks):
+            for x in range(w):
+                starts[x * n_blocks + g] = first[g, x0 + x]
         at = 0
-        for x in range(w):
-            for g in range(n_blocks):
-                pos[g * w + x] = at
-                at += first[g, x0 + x]
+        for k in range(w * n_blocks):
+            at, starts[k] = at + starts[k], at
+        pos[: w * n_blocks] = starts[: w * n_blocks]
         for g in range(n_blocks):
             for i in range(region[q, g], fill_end[q, g]):
                 e = pairs[i]
-                k = g * w + (e >> ybits)
+                k = (e >> ybits) * n_blocks + g
                 srt[pos[k]] = e & ymask
                 pos[k] += 1
     for x in range(w):
-        for g in range(n_blocks):
-            if w == 1:
-                lo[g], hi[g] = region[q, g], fill_end[q, g]
-            else:
-                hi[g] = pos[g * w + x]
-                lo[g] = hi[g] - first[g, x0 + x]
+        if w == 1:
+            lo, hi = region[q], fill_end[q]
+        else:
+            lo, hi = starts[x * n_blocks : (x + 1) * n_blocks], pos[x * n_blocks : (x + 1) * n_blocks]
         n_t = _count_token(
             pairs if w == 1 else srt, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end,
             tables, jk, jackknife,
@@ -379,17 +379,16 @@ def partition_sums(
         srt = np.empty(largest, dtype=pairs.dtype)
         pend_y = np.empty(largest if jackknife else 0, dtype=np.int32)
         pend_m = np.empty(largest if jackknife else 0, dtype=np.int32)
+        starts = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)  # run (token, block) in srt
         pos = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)
         run_end = np.empty(n_blocks, dtype=np.int64)
-        lo = np.empty(n_blocks, dtype=np.int64)
-        hi = np.empty(n_blocks, dtype=np.int64)
         for c in range(worker, N_CHUNKS, n_workers):
             sums = np.zeros(N_SUMS)  # the chunk's, away from other workers' cache lines
             jk = np.zeros((n_blocks, N_SUMS))
             for q in range(c, n_parts, N_CHUNKS):
                 _partition_sums(
                     pairs, region, fill_end, widths[q], part_start[q], q, first, ybits, ymask, tables,
-                    jackknife, total, run, touched, hit, srt, pend_y, pend_m, run_end, pos, lo, hi,
+                    jackknife, total, run, touched, hit, srt, pend_y, pend_m, run_end, starts, pos,
                     sums, jk,
                 )
             joint_c[c] = sums
