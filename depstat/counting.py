@@ -108,12 +108,14 @@ class PairCounter:
                 f"{n_blocks} jackknife blocks is more than the counter tracks ({kernels.MAX_BLOCKS})",
                 hint=f"use --blocks {kernels.MAX_BLOCKS} or fewer",
             )
-        counts = np.bincount(tok, minlength=int(stream.vocab_size))
+        counts = kernels.token_counts(tok, int(stream.vocab_size))  # TokenStream checked the range
         by_count = np.argsort(-counts, kind="stable")
         self.vocab = max(int(np.count_nonzero(counts)), 1)
-        rank = np.empty(len(counts), dtype=np.min_scalar_type(max(len(counts) - 1, 0)))
-        rank[by_count] = np.arange(len(counts))
-        self.tokens = rank[tok].astype(np.min_scalar_type(self.vocab - 1), copy=False)
+        rank = np.empty(len(counts), dtype=np.min_scalar_type(self.vocab - 1))
+        rank[by_count[: self.vocab]] = np.arange(self.vocab)
+        rank[by_count[self.vocab :]] = 0  # tokens that never occur
+        self.tokens = np.empty(n, dtype=rank.dtype)
+        kernels.relabel(tok, rank, self.tokens)
         self.doc_ends = np.cumsum(stream.doc_lengths)
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1

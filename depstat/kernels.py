@@ -118,6 +118,22 @@ def _add_delta(out: np.ndarray, total: int, part: int, tables: np.ndarray) -> No
     _add_sums(out, total, tables, -1.0)
 
 
+@nb.njit(cache=True)
+def token_counts(tok: np.ndarray, vocab: int) -> np.ndarray:
+    """How often each token id occurs (np.bincount without its int64 copy of the stream)."""
+    counts = np.zeros(vocab, dtype=np.int64)
+    for i in range(tok.shape[0]):
+        counts[tok[i]] += 1
+    return counts
+
+
+@nb.njit(cache=True)
+def relabel(tok: np.ndarray, rank: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = rank[tok[i]] (fancy indexing without its int64 copy of the indices)."""
+    for i in range(tok.shape[0]):
+        out[i] = rank[tok[i]]
+
+
 # Partitioned counting (vocabularies above DENSE_MAX_VOCAB). Token ids are frequency ranks
 # (``PairCounter`` relabels), cut into partitions: runs of at most 2^XLOC_BITS consecutive
 # ids holding about ``part_tokens`` positions. A pair is stored as
@@ -451,16 +467,29 @@ def dense_pair_sums(
         p = lo
         while p < hi:
             end = min(doc_ends[d], hi)
-            for s in range(n_slots):
+            s = 0
+            while s < n_slots:
                 r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
                 last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
                 cells = table[s]
                 q = p
+                if mode == MODE_REAL and s + 1 < n_slots and slot_r[s + 1] == r and slot_mode[s + 1] == MODE_ROTATE:
+                    nulls = table[s + 1]  # the real pairs and the rotation null in one pass
+                    while q < last:
+                        stop, off = _partner_run(q, last, r, MODE_ROTATE, 0, shift, n)
+                        for i in range(q, stop):
+                            x = tok[i]
+                            cells[x, tok[i + r]] += 1
+                            nulls[x, tok[i + off]] += 1
+                        q = stop
+                    s += 2
+                    continue
                 while q < last:
                     stop, off = _partner_run(q, last, r, mode, seed, shift, n)
                     for i in range(q, stop):
                         cells[tok[i], tok[i + off]] += 1
                     q = stop
+                s += 1
             p = end
             d += 1
     joint = np.zeros((n_slots, N_SUMS))
