@@ -417,7 +417,7 @@ def partition_sums(
     return joint, joint_jk
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True)
 def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.ndarray, np.ndarray]:
     """Sums of the column totals of per-block count rows, and their change when each block is deleted."""
     n_blocks, vocab = rows.shape
@@ -428,7 +428,7 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
     for y in range(vocab):
         _add_sums(sums, total[y], tables, 1.0)
     deltas = np.zeros((n_blocks, N_SUMS))
-    for g in nb.prange(n_blocks if jackknife else 0):
+    for g in range(n_blocks if jackknife else 0):
         for y in range(vocab):
             if rows[g, y] > 0:
                 _add_delta(deltas[g], total[y], rows[g, y], tables)
