@@ -505,39 +505,40 @@ def dense_pair_sums(
             total += counts[g, s]
         rows = total.sum(axis=1)
         cols = total.sum(axis=0)
-        active = np.flatnonzero(rows)  # text uses few of the 256 byte values
         for x in range(vocab):
             _add_sums(first[s], rows[x], tables, 1.0)
             _add_sums(second[s], cols[x], tables, 1.0)
-        for x in active:
-            for y in range(vocab):
-                if total[x, y] > 0:
-                    _add_sums(joint[s], total[x, y], tables, 1.0)
+        occupied = np.flatnonzero(total)  # the blocks' deltas need only these cells
+        before = np.empty((occupied.shape[0], 2))
+        for k in range(occupied.shape[0]):
+            t = total.flat[occupied[k]]
+            before[k, 0], before[k, 1] = _cell_sums(t, tables)
+            _add_sums(joint[s], t, tables, 1.0)
+        row = np.zeros(vocab, dtype=np.int64)
         col = np.zeros(vocab, dtype=np.int64)
         for g in range(n_blocks):
-            part = counts[g, s]
+            part = counts[g, s].ravel()
             block_pairs[s, g] = part.sum()
             if not jackknife:
                 continue
+            row[:] = 0
             col[:] = 0
             d0, d1, emptied = 0.0, 0.0, 0
-            for x in active:
-                row = 0
-                for y in range(vocab):  # a cell the block misses (m = 0) adds 0: no branch
-                    m, t = part[x, y], total[x, y]
-                    after0, after1 = _cell_sums(t - m, tables)
-                    before0, before1 = _cell_sums(t, tables)
-                    d0 += after0 - before0
-                    d1 += after1 - before1
-                    emptied += (m == t) & (m > 0)
-                    row += m
-                    col[y] += m
-                if row > 0:
-                    _add_delta(first_jk[s, g], rows[x], row, tables)
+            for k in range(occupied.shape[0]):  # a cell the block misses (m = 0) adds 0: no branch
+                cell = occupied[k]
+                m, t = part[cell], total.flat[cell]
+                after0, after1 = _cell_sums(t - m, tables)
+                d0 += after0 - before[k, 0]
+                d1 += after1 - before[k, 1]
+                emptied += m == t
+                row[cell // vocab] += m
+                col[cell % vocab] += m
             joint_jk[s, g, 0], joint_jk[s, g, 1], joint_jk[s, g, 2] = d0, d1, -emptied
-            for y in range(vocab):
-                if col[y] > 0:
-                    _add_delta(second_jk[s, g], cols[y], col[y], tables)
+            for x in range(vocab):
+                if row[x] > 0:
+                    _add_delta(first_jk[s, g], rows[x], row[x], tables)
+                if col[x] > 0:
+                    _add_delta(second_jk[s, g], cols[x], col[x], tables)
     return joint, first, second, joint_jk, first_jk, second_jk, block_pairs
 
 
