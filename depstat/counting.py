@@ -17,12 +17,12 @@ PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid"
 # Below this many tokens one thread is faster: waking the second thread for every parallel
 # region costs more than the work it takes over (benchmarks/bench_speed.py --threads 1 / 2
 # before this switch: plug-in profile of 250k byte tokens 0.060 s on one thread, 0.327 s on
-# two). The partitioned kernel gains from two threads later: default profile with interval,
-# 29 offsets, of 1M BPE-8k tokens 32M pairs/s on one thread and 27M on two; of 3M, 43M and
-# 50M (2026-11-30, this 2-core machine).
+# two). The partitioned kernel's count gains from a second thread only on longer streams
+# (`python benchmarks/bench_phases.py --tokens 1000000 --offsets 1 --repeats 1`, BPE-8k:
+# partition_sums 8.9 ns per pair on one thread, 9.9 on two; at 10M tokens 3.9 and 2.5).
 PARALLEL_MIN_TOKENS = {"dense": 1_000_000, "partitioned": 2_000_000}
-# Target positions per partition of the partitioned kernel: its pairs, sorted in a
-# scratch array, stay in a core's L2 cache (benchmarks/bench_speed.py; docs/scale.md).
+# Target positions per partition of the partitioned kernel: a partition's pairs and their
+# sorted copy (4 bytes each, 128 KiB apiece) stay in a core's L2 cache.
 PART_TOKENS = 1 << 15
 MAX_PARTS = 1024  # partitions are made larger on long streams to keep the write streams few
 DENSE_MAX_VOCAB = 256
@@ -103,11 +103,6 @@ class PairCounter:
                 f"granularity {stream.name!r}: {n:,} tokens is more than one counter holds (2^31)",
                 hint="profile a sample with --max-tokens",
             )
-        if n_blocks > kernels.MAX_BLOCKS:
-            raise DepstatError(
-                f"{n_blocks} jackknife blocks is more than the counter tracks ({kernels.MAX_BLOCKS})",
-                hint=f"use --blocks {kernels.MAX_BLOCKS} or fewer",
-            )
         counts = kernels.token_counts(tok, int(stream.vocab_size))  # TokenStream checked the range
         by_count = np.argsort(-counts, kind="stable")
         self.vocab = max(int(np.count_nonzero(counts)), 1)
@@ -128,8 +123,7 @@ class PairCounter:
         self.code, self.widths = kernels.partition_tokens(counts[by_count[: self.vocab]], target)
         self.region = kernels.partition_layout(self.tokens, self.code, self.block_starts, len(self.widths))
         self.ybits = max(int(self.vocab - 1).bit_length(), 1)
-        wide = self.ybits + max(kernels.XLOC_BITS, kernels.BLOCK_BITS) > 32
-        self.pair_dtype = np.uint64 if wide else np.uint32
+        self.pair_dtype = np.uint64 if self.ybits + kernels.XLOC_BITS > 32 else np.uint32
 
     def partner_seed(self, r: int) -> int:
         """Seed of the i.i.d. null at offset r."""

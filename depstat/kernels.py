@@ -136,14 +136,10 @@ def relabel(tok: np.ndarray, rank: np.ndarray, out: np.ndarray) -> None:
 
 # Partitioned counting (vocabularies above DENSE_MAX_VOCAB). Token ids are frequency ranks
 # (``PairCounter`` relabels), cut into partitions: runs of at most 2^XLOC_BITS consecutive
-# ids holding about ``part_tokens`` positions. A pair is stored as
-# ``xloc << ybits | y`` (xloc: the first token's index in its partition), then, once sorted
-# by xloc inside its partition, as ``y << BLOCK_BITS | block``.
+# ids holding about ``part_tokens`` positions. A pair is stored as ``xloc << ybits | y``
+# (xloc: the first token's index in its partition), and as ``y`` once sorted by token.
 XLOC_BITS = 8
 XLOC_MASK = (1 << XLOC_BITS) - 1
-BLOCK_BITS = 8
-BLOCK_MASK = (1 << BLOCK_BITS) - 1
-MAX_BLOCKS = 1 << BLOCK_BITS
 
 
 @nb.njit(cache=True)

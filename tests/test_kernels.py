@@ -11,7 +11,6 @@ from scipy.special import digamma
 
 from depstat import counting, kernels
 from depstat.counting import PairCounter, jackknife_blocks
-from depstat.errors import DepstatError
 from depstat.stream import TokenStream
 from tests import naive
 
@@ -200,12 +199,6 @@ def test_offsets_are_batched_to_fit_the_cache() -> None:
     assert [r for b in cut for r in b] == offsets and len(cut) > 1
     assert max(len(b) for b in cut) * 2 * 64 * 64 * 4 <= counting.DENSE_BATCH_BYTES
     assert not large.dense and large.batches(offsets, 2) == [[r] for r in offsets]
-
-
-def test_too_many_jackknife_blocks_is_a_clear_error() -> None:
-    stream = TokenStream("t", np.arange(1000) % 7, np.full(500, 2), 7)
-    with pytest.raises(DepstatError, match="jackknife blocks"):
-        PairCounter(stream, n_blocks=kernels.MAX_BLOCKS + 1)
 
 
 @pytest.mark.parametrize(
