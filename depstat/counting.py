@@ -14,13 +14,14 @@ from depstat.estimators import TableSums
 from depstat.stream import TokenStream
 
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
-# Below this many tokens one thread is faster: waking the second thread for every parallel
-# region costs more than the work it takes over (benchmarks/bench_speed.py --threads 1 / 2
-# before this switch: plug-in profile of 250k byte tokens 0.060 s on one thread, 0.327 s on
-# two). The partitioned kernel's count gains from a second thread only on longer streams
+# Below this many tokens a kernel runs faster on one thread: waking the second thread for
+# every parallel region costs more than the work it takes over (benchmarks/bench_speed.py
+# --threads 1 / 2 before this switch: plug-in profile of 250k byte tokens 0.060 s on one
+# thread, 0.327 s on two). partition_sums gains from a second thread only on longer streams
 # (`python benchmarks/bench_phases.py --tokens 1000000 --offsets 1 --repeats 1`, BPE-8k:
-# partition_sums 8.9 ns per pair on one thread, 9.9 on two; at 10M tokens 3.9 and 2.5).
-PARALLEL_MIN_TOKENS = {"dense": 1_000_000, "partitioned": 2_000_000}
+# partition_sums 8.9 ns per pair on one thread, 9.9 on two, while emit_pairs went from 3.5
+# to 1.8; at 10M tokens partition_sums took 3.9 and 2.5).
+PARALLEL_MIN_TOKENS = {"dense_pair_sums": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000}
 # Target positions per partition of the partitioned kernel: a partition's pairs and their
 # sorted copy (4 bytes each, 128 KiB apiece) stay in a core's L2 cache.
 PART_TOKENS = 1 << 15
@@ -32,7 +33,7 @@ DENSE_BATCH_BYTES = 1 << 18
 
 @contextmanager
 def threads_for(n_tokens: int, kernel: str) -> Iterator[None]:
-    """Run a kernel ("dense", "partitioned") on one thread for small streams, on all threads otherwise."""
+    """Run a kernel (a key of PARALLEL_MIN_TOKENS) on one thread for small streams, on all threads otherwise."""
     before = numba.get_num_threads()
     numba.set_num_threads(before if n_tokens >= PARALLEL_MIN_TOKENS[kernel] else 1)
     try:
@@ -160,35 +161,38 @@ class PairCounter:
         """Count the slots (offset, partner), sorted by offset."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
         table = kernels.SUM_TABLES
-        with threads_for(self.stream.n_tokens, "dense" if self.dense else "partitioned"):
-            if self.dense:
+        n = self.stream.n_tokens
+        if self.dense:
+            with threads_for(n, "dense_pair_sums"):
                 sums = kernels.dense_pair_sums(
                     self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
                     self.shift, table, jackknife, self.vocab,
                 )
-                return _by_slot(slots, *sums)
-            pairs = np.empty(self.tokens.shape[0], dtype=self.pair_dtype)
-            fill_end = np.empty_like(self.region)
-            first = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
-            second = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
-            out = {}
-            for (r, mode, p), seed in zip(slots, slot_seed):
+            return _by_slot(slots, *sums)
+        pairs = np.empty(self.tokens.shape[0], dtype=self.pair_dtype)
+        fill_end = np.empty_like(self.region)
+        first = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
+        second = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
+        out = {}
+        for (r, mode, p), seed in zip(slots, slot_seed):
+            with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(
                     self.tokens, self.code, self.doc_ends, self.block_starts, self.region, r, mode,
                     int(seed), self.shift, self.ybits, pairs, fill_end, first, second,
                 )
+            with threads_for(n, "partition_sums"):
                 joint, joint_jk = kernels.partition_sums(
                     pairs, self.region, fill_end, self.widths, first, self.ybits, table, jackknife,
                     numba.get_num_threads(),
                 )
-                first_sums, first_jk = kernels.row_sums(first, table, jackknife)
-                second_sums, second_jk = kernels.row_sums(second, table, jackknife)
-                block_pairs = first.sum(axis=1, dtype=np.int64)
-                out[p, r] = TableSums(
-                    int(block_pairs.sum()), joint, first_sums, second_sums, joint_jk, first_jk,
-                    second_jk, block_pairs,
-                )
-            return out
+            first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+            second_sums, second_jk = kernels.row_sums(second, table, jackknife)
+            block_pairs = first.sum(axis=1, dtype=np.int64)
+            out[p, r] = TableSums(
+                int(block_pairs.sum()), joint, first_sums, second_sums, joint_jk, first_jk,
+                second_jk, block_pairs,
+            )
+        return out
 
 
 def _by_slot(
