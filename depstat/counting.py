@@ -174,6 +174,7 @@ class PairCounter:
         first = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
         second = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
         out = {}
+        first_by_r = {}  # the first-token marginal is the same for every partner at an offset
         for (r, mode, p), seed in zip(slots, slot_seed):
             with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(
@@ -185,9 +186,10 @@ class PairCounter:
                     pairs, self.region, fill_end, self.widths, first, self.ybits, table, jackknife,
                     numba.get_num_threads(),
                 )
-            first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+            if r not in first_by_r:
+                first_by_r[r] = (*kernels.row_sums(first, table, jackknife), first.sum(axis=1, dtype=np.int64))
+            first_sums, first_jk, block_pairs = first_by_r[r]
             second_sums, second_jk = kernels.row_sums(second, table, jackknife)
-            block_pairs = first.sum(axis=1, dtype=np.int64)
             out[p, r] = TableSums(
                 int(block_pairs.sum()), joint, first_sums, second_sums, joint_jk, first_jk,
                 second_jk, block_pairs,

@@ -258,6 +258,18 @@ def _cell_sums(n: int, tables: np.ndarray) -> tuple[float, float]:
 
 
 @nb.njit(cache=True, inline="always")
+def _count_cells(src, a, b, counts, listed, n_listed):
+    """counts[y] += 1 for each y in src[a:b], listing each y whose count leaves 0; returns the list's length."""
+    for i in range(a, b):
+        y = src[i]
+        m = counts[y]
+        listed[n_listed] = y
+        n_listed += m == 0  # the slot is overwritten unless y is new: no branch
+        counts[y] = m + 1
+    return n_listed
+
+
+@nb.njit(cache=True, inline="always")
 def _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end, tables, jk, jackknife):
     """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``total``.
 
@@ -269,20 +281,9 @@ def _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end,
     n_t, n_pend = 0, 0
     for g in range(lo.shape[0]):
         if not jackknife:
-            for i in range(lo[g], hi[g]):
-                y = src[i]
-                t = total[y]
-                touched[n_t] = y
-                n_t += t == 0
-                total[y] = t + 1
+            n_t = _count_cells(src, lo[g], hi[g], total, touched, n_t)
             continue
-        n_hit = 0
-        for i in range(lo[g], hi[g]):
-            y = src[i]
-            m = run[y]
-            hit[n_hit] = y
-            n_hit += m == 0
-            run[y] = m + 1
+        n_hit = _count_cells(src, lo[g], hi[g], run, hit, 0)
         for j in range(n_hit):
             y = hit[j]
             m = run[y]
