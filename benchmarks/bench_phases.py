@@ -6,9 +6,10 @@ BPE-32k at ``--tokens``), for one offset at a time (``--offsets``, real pairs):
 - why the partitioned kernel exists: a bare read of every partner ``tokens[p + r]`` with
   positions in first-token order (what the previous grouped kernel did) against the same
   reads in position order;
-- the partitioned kernel's phases (BPE streams): ``emit_pairs`` (pairs into first-token
-  partitions, both marginals per block), ``partition_sums`` with and without the
-  jackknife deltas, and ``row_sums`` of one marginal;
+- the partitioned kernel's phases (BPE streams), for the real pairs alone and for the real
+  pairs with their rotation null in one pass (the default estimator's work at an offset):
+  ``emit_pairs`` (pairs into first-token partitions, both marginals per block),
+  ``partition_sums`` with and without the jackknife deltas, and ``row_sums`` of one marginal;
 - the dense kernel (bytes): one slot against the real pairs and their rotation null
   counted together, with and without the jackknife.
 
@@ -28,7 +29,7 @@ import numpy as np
 from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents
 from benchlib import format_table, machine_line
 from depstat import kernels
-from depstat.counting import PairCounter, slot_arrays
+from depstat.counting import PARTNER_MODES, PairCounter, slot_arrays
 from depstat.stream import TokenStream
 
 
@@ -68,32 +69,38 @@ def gather_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]
 
 
 def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]:
-    """ns per pair of each phase of the partitioned kernel at offset r."""
-    pairs = np.empty(counter.tokens.shape[0], dtype=counter.pair_dtype)
-    fill_end = np.empty_like(counter.region)
-    first, second = (np.empty((counter.n_blocks, counter.vocab), dtype=np.int32) for _ in range(2))
+    """ns per pair of each phase of the partitioned kernel at offset r, for the real pairs alone and with their null."""
+    rows = []
+    for partners in (("real",), ("real", "rotate")):
+        counter._kept = None
+        xloc, ys, fill_end, first, second = counter._buffers(len(partners))
+        modes = np.array([PARTNER_MODES[p] for p in partners])
+        seeds = np.zeros(len(partners), dtype=np.int64)
 
-    def emit() -> None:
-        kernels.emit_pairs(
-            counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
-            r, kernels.MODE_REAL, 0, counter.shift, counter.ybits, pairs, fill_end, first, second,
-        )
+        def emit() -> None:
+            kernels.emit_pairs(
+                counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
+                r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second,
+            )
 
-    def count(jackknife: bool) -> Callable[[], object]:
-        return lambda: kernels.partition_sums(
-            pairs, counter.region, fill_end, counter.widths, first, counter.ybits,
-            kernels.SUM_TABLES, jackknife, numba.get_num_threads(),
-        )
+        def count(jackknife: bool) -> Callable[[], object]:
+            return lambda: kernels.partition_sums(
+                xloc, ys, counter.region, fill_end, counter.widths, first, kernels.SUM_TABLES,
+                jackknife, numba.get_num_threads(),
+            )
 
-    emit()
-    n = int(first.sum())
-    phases = [
-        ("emit_pairs", emit),
-        ("partition_sums with jackknife", count(True)),
-        ("partition_sums, point only", count(False)),
-        ("row_sums of one marginal", lambda: kernels.row_sums(first, kernels.SUM_TABLES, True)),
-    ]
-    return [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
+        emit()
+        n = int(first.sum())
+        label = " + ".join(partners)
+        phases = [
+            (f"emit_pairs, {label}", emit),
+            (f"partition_sums, {label}, jackknife", count(True)),
+            (f"partition_sums, {label}", count(False)),
+        ]
+        if len(partners) == 1:
+            phases.append(("row_sums of one marginal", lambda: kernels.row_sums(first, kernels.SUM_TABLES, True)))
+        rows += [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
+    return rows
 
 
 def dense_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]:

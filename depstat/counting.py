@@ -118,13 +118,12 @@ class PairCounter:
         self.shift = max(n // 2, 1)
         self.seed = seed
         self.dense = self.vocab <= DENSE_MAX_VOCAB if dense is None else dense
+        self._kept: tuple[np.ndarray, ...] | None = None
         if self.dense:
             return
         target = max(part_tokens, -(-n // MAX_PARTS))
         self.code, self.widths = kernels.partition_tokens(counts[by_count[: self.vocab]], target)
         self.region = kernels.partition_layout(self.tokens, self.code, self.block_starts, len(self.widths))
-        self.ybits = max(int(self.vocab - 1).bit_length(), 1)
-        self.pair_dtype = np.uint64 if self.ybits + kernels.XLOC_BITS > 32 else np.uint32
 
     def partner_seed(self, r: int) -> int:
         """Seed of the i.i.d. null at offset r."""
@@ -139,8 +138,12 @@ class PairCounter:
     ) -> dict[tuple[str, int], TableSums]:
         """Table sums for every (partner, offset)."""
         out = {}
-        for batch in self.batches(offsets, len(partners)):
-            out.update(self._sweep(batch, partners, jackknife))
+        if self.dense:
+            for batch in self.batches(offsets, len(partners)):
+                out.update(self._dense_sweep(batch, partners, jackknife))
+            return out
+        for r in sorted({int(r) for r in offsets}):
+            out.update(self._partitioned_sweep(r, partners, jackknife))
         return out
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
@@ -155,43 +158,58 @@ class PairCounter:
         size = max(1, DENSE_BATCH_BYTES // (cells * max(n_partners, 1)))
         return [offsets[i : i + size] for i in range(0, len(offsets), size)]
 
-    def _sweep(
+    def _dense_sweep(
         self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
     ) -> dict[tuple[str, int], TableSums]:
-        """Count the slots (offset, partner), sorted by offset."""
+        """Count every slot (offset, partner) of a batch in whole A x A tables."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
+        with threads_for(self.stream.n_tokens, "dense_pair_sums"):
+            sums = kernels.dense_pair_sums(
+                self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
+                self.shift, kernels.SUM_TABLES, jackknife, self.vocab,
+            )
+        return _by_slot(slots, *sums)
+
+    def _buffers(self, n_partners: int) -> tuple[np.ndarray, ...]:
+        """The partitioned kernel's buffers (xloc, ys, fill_end, first, second), kept for the next offset.
+
+        Fresh pages cost a fault and a zero-fill each, so every offset reuses them.
+        """
+        if self._kept is None or self._kept[1].shape[0] != n_partners:
+            n = self.tokens.shape[0]
+            self._kept = (
+                np.empty(n, dtype=np.uint8), np.empty((n_partners, n), dtype=self.tokens.dtype),
+                np.empty_like(self.region), np.empty((self.n_blocks, self.vocab), dtype=np.int32),
+                np.empty((n_partners, self.n_blocks, self.vocab), dtype=np.int32),
+            )
+        return self._kept
+
+    def _partitioned_sweep(
+        self, r: int, partners: Sequence[str], jackknife: bool
+    ) -> dict[tuple[str, int], TableSums]:
+        """Count offset r for every partner process in one partitioned pass."""
+        xloc, ys, fill_end, first, second = self._buffers(len(partners))
         table = kernels.SUM_TABLES
         n = self.stream.n_tokens
-        if self.dense:
-            with threads_for(n, "dense_pair_sums"):
-                sums = kernels.dense_pair_sums(
-                    self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
-                    self.shift, table, jackknife, self.vocab,
-                )
-            return _by_slot(slots, *sums)
-        pairs = np.empty(self.tokens.shape[0], dtype=self.pair_dtype)
-        fill_end = np.empty_like(self.region)
-        first = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
-        second = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
+        modes = np.array([PARTNER_MODES[p] for p in partners], dtype=np.int64)
+        seeds = np.full(len(partners), self.partner_seed(r), dtype=np.int64)
+        with threads_for(n, "emit_pairs"):
+            kernels.emit_pairs(
+                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, r, modes, seeds,
+                self.shift, xloc, ys, fill_end, first, second,
+            )
+        with threads_for(n, "partition_sums"):
+            joint, joint_jk = kernels.partition_sums(
+                xloc, ys, self.region, fill_end, self.widths, first, table, jackknife,
+                numba.get_num_threads(),
+            )
+        first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+        block_pairs = first.sum(axis=1, dtype=np.int64)
         out = {}
-        first_by_r = {}  # the first-token marginal is the same for every partner at an offset
-        for (r, mode, p), seed in zip(slots, slot_seed):
-            with threads_for(n, "emit_pairs"):
-                kernels.emit_pairs(
-                    self.tokens, self.code, self.doc_ends, self.block_starts, self.region, r, mode,
-                    int(seed), self.shift, self.ybits, pairs, fill_end, first, second,
-                )
-            with threads_for(n, "partition_sums"):
-                joint, joint_jk = kernels.partition_sums(
-                    pairs, self.region, fill_end, self.widths, first, self.ybits, table, jackknife,
-                    numba.get_num_threads(),
-                )
-            if r not in first_by_r:
-                first_by_r[r] = (*kernels.row_sums(first, table, jackknife), first.sum(axis=1, dtype=np.int64))
-            first_sums, first_jk, block_pairs = first_by_r[r]
-            second_sums, second_jk = kernels.row_sums(second, table, jackknife)
+        for s, p in enumerate(partners):
+            second_sums, second_jk = kernels.row_sums(second[s], table, jackknife)
             out[p, r] = TableSums(
-                int(block_pairs.sum()), joint, first_sums, second_sums, joint_jk, first_jk,
+                int(block_pairs.sum()), joint[s], first_sums, second_sums, joint_jk[s], first_jk,
                 second_jk, block_pairs,
             )
         return out

@@ -136,8 +136,9 @@ def relabel(tok: np.ndarray, rank: np.ndarray, out: np.ndarray) -> None:
 
 # Partitioned counting (vocabularies above DENSE_MAX_VOCAB). Token ids are frequency ranks
 # (``PairCounter`` relabels), cut into partitions: runs of at most 2^XLOC_BITS consecutive
-# ids holding about ``part_tokens`` positions. A pair is stored as ``xloc << ybits | y``
-# (xloc: the first token's index in its partition), and as ``y`` once sorted by token.
+# ids holding about ``part_tokens`` positions. A position's pairs are stored as ``xloc``
+# (the first token's index in its partition, one byte) and one partner token per partner
+# process, in the dtype of the relabelled stream.
 XLOC_BITS = 8
 XLOC_MASK = (1 << XLOC_BITS) - 1
 
@@ -164,7 +165,7 @@ def partition_tokens(counts: np.ndarray, part_tokens: int) -> tuple[np.ndarray, 
 
 @nb.njit(cache=True)
 def partition_layout(tok: np.ndarray, code: np.ndarray, block_starts: np.ndarray, n_parts: int) -> np.ndarray:
-    """Where the pairs of each (partition, block) start in the pair buffer: partition-major, blocks in order.
+    """Where the pairs of each (partition, block) start in the pair buffers: partition-major, blocks in order.
 
     Room is made for every position; offsets that lose the last positions of documents
     leave gaps, which ``emit_pairs`` reports through ``fill_end``.
@@ -201,37 +202,60 @@ def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n:
     return q + 1, _partner(q, 0, r, mode, n, seed) - q
 
 
+EMIT_RUN = 4096  # positions per run of emit_pairs: where the first process's pairs went is kept for the others
+
+
 @nb.njit(cache=True, inline="always")
-def _put(pairs, fill, first_row, second_row, code, x, y, ybits):
-    """Append the pair (x, y) to the partition of x and count both tokens."""
-    c = code[x]
-    k = c >> XLOC_BITS
-    pairs[fill[k]] = ((c & XLOC_MASK) << ybits) | y
-    fill[k] += 1
-    first_row[x] += 1
-    second_row[y] += 1
+def _emit_lead(tok, code, q, stop, off, fill, where, xloc, first_row, ys, second_row):
+    """The first process's pairs of positions q .. stop - 1; ``where[i - q]`` keeps each pair's place."""
+    for i in range(q, stop):
+        x = tok[i]
+        c = code[x]
+        k = c >> XLOC_BITS
+        at = fill[k]
+        fill[k] = at + 1
+        where[i - q] = at
+        xloc[at] = c & XLOC_MASK
+        first_row[x] += 1
+        y = tok[i + off]
+        ys[at] = y
+        second_row[y] += 1
+
+
+@nb.njit(cache=True, inline="always")
+def _emit_follow(tok, q, stop, off, where, ys, second_row):
+    """Another process's partners of positions q .. stop - 1, at the places the first process took."""
+    for i in range(q, stop):
+        y = tok[i + off]
+        ys[where[i - q]] = y
+        second_row[y] += 1
 
 
 @nb.njit(cache=True, parallel=True)
 def emit_pairs(
     tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
-    region: np.ndarray, r: int, mode: int, seed: int, shift: int, ybits: int,
-    pairs: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
+    region: np.ndarray, r: int, modes: np.ndarray, seeds: np.ndarray, shift: int,
+    xloc: np.ndarray, ys: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
 ) -> None:
-    """Write the pairs at offset r, read in position order, into their partitions' regions.
+    """Write the pairs at offset r of every partner process, read in position order, into their partitions.
 
-    Block g's pairs of partition q fill ``pairs[region[q, g]:fill_end[q, g]]``: reads are
+    All partner processes share the first positions, so one pass serves them all: block
+    g's pairs of partition q fill places ``region[q, g]:fill_end[q, g]`` of ``xloc`` (the
+    first token) and of ``ys[s]`` (its partner under process ``modes[s]``). Reads are
     sequential and the writes go to one stream per partition, so little waits on memory.
-    ``first[g]`` and ``second[g]`` count block g's first and partner tokens (the marginals).
-    Blocks run in parallel, each into its own regions.
+    ``first[g]`` and ``second[s, g]`` count block g's first and partner tokens (the
+    marginals). Blocks run in parallel, each into its own regions.
     """
     n = tok.shape[0]
     n_blocks = block_starts.shape[0] - 1
+    n_slots = modes.shape[0]
     for g in nb.prange(n_blocks):
         fill = region[:, g].copy()
-        first_row, second_row = first[g], second[g]
+        off = np.empty(n_slots, dtype=np.int64)
+        where = np.empty(EMIT_RUN, dtype=np.int64)
+        first_row = first[g]
         first_row[:] = 0
-        second_row[:] = 0
+        second[:, g] = 0
         lo, hi = block_starts[g], block_starts[g + 1]
         d = np.searchsorted(doc_ends, lo, side="right")
         p = lo
@@ -240,9 +264,13 @@ def emit_pairs(
             last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
             q = p
             while q < last:
-                stop, off = _partner_run(q, last, r, mode, seed, shift, n)
-                for i in range(q, stop):
-                    _put(pairs, fill, first_row, second_row, code, tok[i], tok[i + off], ybits)
+                stop = min(last, q + EMIT_RUN)  # a run over which every process's partner offset is constant
+                for s in range(n_slots):
+                    run_stop, off[s] = _partner_run(q, last, r, modes[s], seeds[s], shift, n)
+                    stop = min(stop, run_stop)
+                _emit_lead(tok, code, q, stop, off[0], fill, where, xloc, first_row, ys[0], second[0, g])
+                for s in range(1, n_slots):
+                    _emit_follow(tok, q, stop, off[s], where, ys[s], second[s, g])
                 q = stop
             p = end
             d += 1
@@ -299,6 +327,8 @@ def _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end,
     if jackknife:
         j0 = 0
         for g in range(lo.shape[0]):
+            if run_end[g] == j0:  # the token has no pairs in block g
+                continue
             d0, d1, emptied = 0.0, 0.0, 0
             for j in range(j0, run_end[g]):
                 t, m = total[pend_y[j]], pend_m[j]
@@ -316,14 +346,15 @@ def _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end,
 
 @nb.njit(cache=True, inline="always")
 def _partition_sums(
-    pairs, region, fill_end, w, x0, q, first, ybits, ymask, tables, jackknife, total, run, touched,
+    xloc, ys, region, fill_end, w, x0, q, first, tables, jackknife, total, run, touched,
     hit, srt, pend_y, pend_m, run_end, starts, pos, sums, jk,
 ):
-    """Add partition q's joint sums to ``sums`` and its delete-one-block changes to ``jk``.
+    """Add partition q's joint sums for every partner process to ``sums[s]``, its delete-one-block changes to ``jk[s]``.
 
     The partition holds tokens x0 .. x0 + w - 1; the other arrays are the worker's scratch.
     """
     n_blocks = region.shape[1]
+    n_slots = ys.shape[0]
     if w > 1:  # counting sort by (token, block), block order kept; run (x, g) is at x * n_blocks + g
         for g in range(n_blocks):
             for x in range(w):
@@ -334,80 +365,81 @@ def _partition_sums(
         pos[: w * n_blocks] = starts[: w * n_blocks]
         for g in range(n_blocks):
             for i in range(region[q, g], fill_end[q, g]):
-                e = pairs[i]
-                k = (e >> ybits) * n_blocks + g
-                srt[pos[k]] = e & ymask
-                pos[k] += 1
-    for x in range(w):
-        if w == 1:
-            lo, hi = region[q], fill_end[q]
-        else:
-            lo, hi = starts[x * n_blocks : (x + 1) * n_blocks], pos[x * n_blocks : (x + 1) * n_blocks]
-        n_t = _count_token(
-            pairs if w == 1 else srt, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end,
-            tables, jk, jackknife,
-        )
-        s0, s1 = 0.0, 0.0
-        for j in range(n_t):
-            y = touched[j]
-            v0, v1 = _cell_sums(total[y], tables)
-            s0 += v0
-            s1 += v1
-            total[y] = 0
-        sums[0] += s0
-        sums[1] += s1
-        sums[2] += n_t
+                k = xloc[i] * n_blocks + g
+                to = pos[k]
+                pos[k] = to + 1
+                for s in range(n_slots):
+                    srt[s, to] = ys[s, i]
+    for s in range(n_slots):
+        src = ys[s] if w == 1 else srt[s]
+        s0, s1, cells = 0.0, 0.0, 0
+        for x in range(w):
+            if w == 1:
+                lo, hi = region[q], fill_end[q]
+            else:
+                lo, hi = starts[x * n_blocks : (x + 1) * n_blocks], pos[x * n_blocks : (x + 1) * n_blocks]
+            n_t = _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end, tables, jk[s], jackknife)
+            for j in range(n_t):
+                y = touched[j]
+                v0, v1 = _cell_sums(total[y], tables)
+                s0 += v0
+                s1 += v1
+                total[y] = 0
+            cells += n_t
+        sums[s, 0] += s0
+        sums[s, 1] += s1
+        sums[s, 2] += cells
 
 
 @nb.njit(cache=True, parallel=True)
 def partition_sums(
-    pairs: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray,
-    first: np.ndarray, ybits: int, tables: np.ndarray, jackknife: bool, n_workers: int,
+    xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray,
+    first: np.ndarray, tables: np.ndarray, jackknife: bool, n_workers: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sums of the joint table of one slot, and their change when each block is deleted.
+    """Sums of the joint table of each partner process, and their change when each block is deleted.
 
     A partition of one token is read where ``emit_pairs`` left it (its pairs are already in
     block order); a wider one is first sorted by first token and block with a counting sort
-    whose counts are ``first`` (per block and token). Each token's partners are then
-    counted in a dense array of length V (in cache) and reset. Partitions are split over
-    N_CHUNKS fixed chunks whose results are added in order, so the sums do not depend on
-    the thread count; each of ``n_workers`` workers takes every n_workers-th chunk with its
-    own scratch arrays. Returns ``(joint, joint_jk)``.
+    whose counts are ``first`` (per block and token), once for all partner processes.
+    Each token's partners are then counted in a dense array of length V (in cache) and
+    reset. Partitions are split over N_CHUNKS fixed chunks whose results are added in
+    order, so the sums do not depend on the thread count; each of ``n_workers`` workers
+    takes every n_workers-th chunk with its own scratch arrays. Returns
+    ``(joint[s], joint_jk[s])`` for each process s.
     """
     n_parts, n_blocks = region.shape
+    n_slots = ys.shape[0]
     vocab = first.shape[1]
-    ymask = (1 << ybits) - 1
     part_start = np.zeros(n_parts + 1, dtype=np.int64)
     largest = 1
     for q in range(n_parts):
         part_start[q + 1] = part_start[q] + widths[q]
         largest = max(largest, fill_end[q, n_blocks - 1] - region[q, 0])
-    joint_c = np.zeros((N_CHUNKS, N_SUMS))
-    joint_jk_c = np.zeros((N_CHUNKS, n_blocks, N_SUMS))
+    joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
+    joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
         total = np.zeros(vocab, dtype=np.int32)
         run = np.zeros(vocab, dtype=np.int32)
         touched = np.empty(vocab, dtype=np.int32)
         hit = np.empty(vocab, dtype=np.int32)
-        srt = np.empty(largest, dtype=pairs.dtype)
+        srt = np.empty((n_slots, largest), dtype=ys.dtype)
         pend_y = np.empty(largest if jackknife else 0, dtype=np.int32)
         pend_m = np.empty(largest if jackknife else 0, dtype=np.int32)
         starts = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)  # run (token, block) in srt
         pos = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)
         run_end = np.empty(n_blocks, dtype=np.int64)
         for c in range(worker, N_CHUNKS, n_workers):
-            sums = np.zeros(N_SUMS)  # the chunk's, away from other workers' cache lines
-            jk = np.zeros((n_blocks, N_SUMS))
+            sums = np.zeros((n_slots, N_SUMS))  # the chunk's, away from other workers' cache lines
+            jk = np.zeros((n_slots, n_blocks, N_SUMS))
             for q in range(c, n_parts, N_CHUNKS):
                 _partition_sums(
-                    pairs, region, fill_end, widths[q], part_start[q], q, first, ybits, ymask, tables,
-                    jackknife, total, run, touched, hit, srt, pend_y, pend_m, run_end, starts, pos,
-                    sums, jk,
+                    xloc, ys, region, fill_end, widths[q], part_start[q], q, first, tables, jackknife,
+                    total, run, touched, hit, srt, pend_y, pend_m, run_end, starts, pos, sums, jk,
                 )
             joint_c[c] = sums
             joint_jk_c[c] = jk
-    joint = np.zeros(N_SUMS)
-    joint_jk = np.zeros((n_blocks, N_SUMS))
+    joint = np.zeros((n_slots, N_SUMS))
+    joint_jk = np.zeros((n_slots, n_blocks, N_SUMS))
     for c in range(N_CHUNKS):
         joint += joint_c[c]
         joint_jk += joint_jk_c[c]
@@ -416,19 +448,30 @@ def partition_sums(
 
 @nb.njit(cache=True)
 def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Sums of the column totals of per-block count rows, and their change when each block is deleted."""
+    """Sums of the column totals of per-block count rows, and their change when each block is deleted.
+
+    Column by column, so each total's own sums are looked up once for all blocks.
+    """
     n_blocks, vocab = rows.shape
-    total = np.zeros(vocab, dtype=np.int64)
-    for g in range(n_blocks):
-        total += rows[g]
     sums = np.zeros(N_SUMS)
-    for y in range(vocab):
-        _add_sums(sums, total[y], tables, 1.0)
     deltas = np.zeros((n_blocks, N_SUMS))
-    for g in range(n_blocks if jackknife else 0):
-        for y in range(vocab):
-            if rows[g, y] > 0:
-                _add_delta(deltas[g], total[y], rows[g, y], tables)
+    for y in range(vocab):
+        t = 0
+        for g in range(n_blocks):
+            t += rows[g, y]
+        if t == 0:
+            continue
+        before0, before1 = _cell_sums(t, tables)
+        sums[0] += before0
+        sums[1] += before1
+        sums[2] += 1.0
+        for g in range(n_blocks if jackknife else 0):
+            m = rows[g, y]
+            if m > 0:
+                after0, after1 = _cell_sums(t - m, tables)
+                deltas[g, 0] += after0 - before0
+                deltas[g, 1] += after1 - before1
+                deltas[g, 2] -= m == t
     return sums, deltas
 
 

@@ -136,16 +136,17 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
     wide=st.booleans(),
     dense=st.booleans(),
 )
-def test_many_slots_any_worker_split_and_pair_width_match_naive(
+def test_many_slots_any_worker_split_and_token_width_match_naive(
     stream: TokenStream, offsets: list[int], partners: list[str], workers: int, part_tokens: int,
     wide: bool, dense: bool,
 ) -> None:
     """Every (offset, partner) slot equals its twin: dense tables (which count an offset's real
-    pairs and rotation null in one pass), and partitions split over any number of workers,
-    with 64-bit pair words (used above 2^24 tokens in the vocabulary) or 32-bit ones."""
+    pairs and rotation null in one pass), and partitions (every partner process of an offset
+    in one pass, in any order) split over any number of workers, with the relabelled tokens
+    and partners in 32-bit integers (used above 65,536 tokens in use) or the smallest type."""
     counter = PairCounter(stream, n_blocks=3, seed=1, dense=dense, part_tokens=part_tokens)
     if wide:
-        counter.pair_dtype = np.uint64
+        counter.tokens = counter.tokens.astype(np.int32)
     many = counter.sums_at(offsets, partners)
     for r in set(offsets):
         for p in partners:
@@ -156,24 +157,24 @@ def test_many_slots_any_worker_split_and_pair_width_match_naive(
             assert_sums_equal(many[p, r], want)
     if dense:
         return
-    pairs = np.empty(stream.n_tokens, dtype=counter.pair_dtype)
-    fill_end = np.empty_like(counter.region)
-    first, second = (np.empty((counter.n_blocks, counter.vocab), dtype=np.int32) for _ in range(2))
     r = offsets[0]
+    n, k = stream.n_tokens, len(partners)
+    xloc, ys = np.empty(n, dtype=np.uint8), np.empty((k, n), dtype=counter.tokens.dtype)
+    fill_end = np.empty_like(counter.region)
+    first = np.empty((counter.n_blocks, counter.vocab), dtype=np.int32)
+    second = np.empty((k, counter.n_blocks, counter.vocab), dtype=np.int32)
+    modes = np.array([counting.PARTNER_MODES[p] for p in partners])
+    seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
         counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, r,
-        kernels.MODE_REAL, 0, counter.shift, counter.ybits, pairs, fill_end, first, second,
+        modes, seeds, counter.shift, xloc, ys, fill_end, first, second,
     )
     joint, joint_jk = kernels.partition_sums(
-        pairs, counter.region, fill_end, counter.widths, first, counter.ybits, kernels.SUM_TABLES,
-        True, workers,
+        xloc, ys, counter.region, fill_end, counter.widths, first, kernels.SUM_TABLES, True, workers,
     )
-    if "real" in partners:
-        npt.assert_array_equal(joint, many["real", r].joint)
-    want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, "real",
-                            counter.block_starts, counter.shift, 0)
-    npt.assert_allclose(joint, want.joint, rtol=1e-10, atol=1e-8)
-    npt.assert_allclose(joint_jk, want.joint_jk, rtol=1e-10, atol=1e-8)
+    for s, p in enumerate(partners):
+        npt.assert_array_equal(joint[s], many[p, r].joint)  # the worker split changes nothing
+        npt.assert_array_equal(joint_jk[s], many[p, r].joint_jk)
 
 
 def test_counts_beyond_the_sum_tables_match_naive() -> None:
