@@ -14,7 +14,8 @@ BPE-32k at ``--tokens``), for one offset at a time (``--offsets``, real pairs):
   counted together, with and without the jackknife.
 
 Times are the best of ``--repeats`` calls, divided by the pairs at that offset.
-Run: ``python benchmarks/bench_phases.py [--tokens N] [--offsets R,S] [--repeats K]``.
+Run: ``python benchmarks/bench_phases.py [--tokens N] [--offsets R,S] [--repeats K]
+[--part-tokens A,B]`` (partition sizes to compare; default ``counting.PART_TOKENS``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents
 from benchlib import format_table, machine_line
 from depstat import kernels
-from depstat.counting import PARTNER_MODES, PairCounter, slot_arrays
+from depstat.counting import PART_TOKENS, PARTNER_MODES, PairCounter, slot_arrays
 from depstat.stream import TokenStream
 
 
@@ -108,11 +109,12 @@ def dense_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]
     rows = []
     for partners in (("real",), ("real", "rotate")):
         _, slot_r, slot_mode, slot_seed = slot_arrays([r], partners, 0)
+        counts = np.empty((counter.n_blocks, len(partners), counter.vocab, counter.vocab), dtype=np.int32)
         for jackknife in (False, True):
             def call() -> object:
                 return kernels.dense_pair_sums(
                     counter.tokens, counter.doc_ends, counter.block_starts, slot_r, slot_mode,
-                    slot_seed, counter.shift, kernels.SUM_TABLES, jackknife, counter.vocab,
+                    slot_seed, counter.shift, kernels.SUM_TABLES, jackknife, counts,
                 )
 
             n = int(call()[-1][0].sum())
@@ -121,25 +123,29 @@ def dense_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]
     return rows
 
 
-def phase_table(stream: TokenStream, offsets: list[int], repeats: int) -> str:
-    """One table per stream: phase, offset, ns per pair on 1 thread and on all threads."""
-    counter = PairCounter(stream)
+def phase_table(stream: TokenStream, offsets: list[int], repeats: int, part_tokens: list[int]) -> str:
+    """One table per stream: phase, offset, partition size, ns per pair on 1 thread and on all threads."""
     threads = numba.get_num_threads()
     rows = []
-    for r in offsets:
-        for n_threads in (1, threads):
-            numba.set_num_threads(n_threads)
-            try:
-                if counter.dense:
-                    part = dense_rows(counter, r, repeats)
-                else:
-                    part = gather_rows(counter, r, repeats) + partitioned_rows(counter, r, repeats)
-            finally:
-                numba.set_num_threads(threads)
-            for row in part:
-                row[1] = r
-                rows.append([*row[:2], n_threads, f"{float(row[2]):.2f}"])
-    return format_table(["phase", "offset", "threads", "ns per pair"], rows)
+    for size in part_tokens:
+        counter = PairCounter(stream, part_tokens=size)
+        if counter.dense and size != part_tokens[0]:
+            break  # the dense kernel has no partitions
+        for r in offsets:
+            for n_threads in (1, threads):
+                numba.set_num_threads(n_threads)
+                try:
+                    if counter.dense:
+                        part = dense_rows(counter, r, repeats)
+                    else:
+                        gathers = gather_rows(counter, r, repeats) if size == part_tokens[0] else []
+                        part = gathers + partitioned_rows(counter, r, repeats)
+                finally:
+                    numba.set_num_threads(threads)
+                for row in part:
+                    label = "-" if counter.dense else f"{size} ({len(counter.widths)})"
+                    rows.append([row[0], r, label, n_threads, f"{float(row[2]):.2f}"])
+    return format_table(["phase", "offset", "part_tokens (partitions)", "threads", "ns per pair"], rows)
 
 
 def main() -> None:
@@ -147,6 +153,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=10_000_000)
     parser.add_argument("--offsets", default="1,100")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--part-tokens", default=str(PART_TOKENS),
+                        help="partition sizes of the partitioned kernel, comma-separated")
     args = parser.parse_args()
     print(machine_line())
     texts, note = english_documents(FORTUNES_DIR, GCIDE)
@@ -156,7 +164,7 @@ def main() -> None:
     offsets = [int(r) for r in args.offsets.split(",")]
     for _, stream, stream_note in streams:
         print(f"\n== {stream.name} @ {stream.n_tokens:,} tokens ({stream_note})")
-        print(phase_table(stream, offsets, args.repeats))
+        print(phase_table(stream, offsets, args.repeats, [int(v) for v in args.part_tokens.split(",")]))
 
 
 if __name__ == "__main__":

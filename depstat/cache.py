@@ -177,7 +177,7 @@ class TokenCache:
             self.counts["shards_invalid"] += 1
             manifest.unlink(missing_ok=True)
             return None
-        return ids.astype(np.int32), lengths
+        return ids, lengths
 
     def _write_shard(self, base: Path, ids: np.ndarray, lengths: np.ndarray) -> None:
         """Both arrays, then the manifest naming their digests (last, so it marks completion)."""

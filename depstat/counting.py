@@ -14,17 +14,17 @@ from depstat.estimators import TableSums
 from depstat.stream import TokenStream
 
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
-# Below this many tokens a kernel runs faster on one thread: waking the second thread for
-# every parallel region costs more than the work it takes over (benchmarks/bench_speed.py
-# --threads 1 / 2 before this switch: plug-in profile of 250k byte tokens 0.060 s on one
-# thread, 0.327 s on two). partition_sums gains from a second thread only on longer streams
-# (`python benchmarks/bench_phases.py --tokens 1000000 --offsets 1 --repeats 1`, BPE-8k:
-# partition_sums 8.9 ns per pair on one thread, 9.9 on two, while emit_pairs went from 3.5
-# to 1.8; at 10M tokens partition_sums took 3.9 and 2.5).
-PARALLEL_MIN_TOKENS = {"dense_pair_sums": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000}
-# Target positions per partition of the partitioned kernel: a partition's pairs and their
-# sorted copy (4 bytes each, 128 KiB apiece) stay in a core's L2 cache.
-PART_TOKENS = 1 << 15
+# Below this many tokens the kernels run faster on one thread: waking the second thread for
+# every parallel region costs more than the work it takes over (`python
+# benchmarks/bench_phases.py --tokens 250000` / `500000` / `1000000` compares each phase on
+# one and two threads).
+PARALLEL_MIN_TOKENS = 1_000_000
+# Target positions per partition of the partitioned kernel. Fewer, larger partitions mean
+# fewer write streams in emit_pairs: on 10M tokens of BPE-8k, real pairs + rotation null,
+# emit_pairs took 2.7 ns per pair with 2^17 against 4.5 with 2^15, partition_sums 6.4-8.0
+# against 6.0 (``python benchmarks/bench_phases.py --part-tokens 32768,131072``, 2 threads).
+# BPE-32k's rare tokens fill partitions of 256 ids first, so its partitions barely change.
+PART_TOKENS = 1 << 17
 MAX_PARTS = 1024  # partitions are made larger on long streams to keep the write streams few
 DENSE_MAX_VOCAB = 256
 # Dense tables of one batch of offsets (4 bytes a cell), sized to stay in a core's L2 cache.
@@ -32,10 +32,10 @@ DENSE_BATCH_BYTES = 1 << 18
 
 
 @contextmanager
-def threads_for(n_tokens: int, kernel: str) -> Iterator[None]:
-    """Run a kernel (a key of PARALLEL_MIN_TOKENS) on one thread for small streams, on all threads otherwise."""
+def threads_for(n_tokens: int) -> Iterator[None]:
+    """Run the kernels on one thread for small streams, on all threads otherwise."""
     before = numba.get_num_threads()
-    numba.set_num_threads(before if n_tokens >= PARALLEL_MIN_TOKENS[kernel] else 1)
+    numba.set_num_threads(before if n_tokens >= PARALLEL_MIN_TOKENS else 1)
     try:
         yield
     finally:
@@ -163,10 +163,14 @@ class PairCounter:
     ) -> dict[tuple[str, int], TableSums]:
         """Count every slot (offset, partner) of a batch in whole A x A tables."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
-        with threads_for(self.stream.n_tokens, "dense_pair_sums"):
+        cells = self.n_blocks * len(slots) * self.vocab * self.vocab
+        if self._kept is None or self._kept[0].size < cells:  # fresh pages cost a fault and a zero-fill
+            self._kept = (np.empty(cells, dtype=np.int32),)
+        counts = self._kept[0][:cells].reshape(self.n_blocks, len(slots), self.vocab, self.vocab)
+        with threads_for(self.stream.n_tokens):
             sums = kernels.dense_pair_sums(
                 self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
-                self.shift, kernels.SUM_TABLES, jackknife, self.vocab,
+                self.shift, kernels.SUM_TABLES, jackknife, counts,
             )
         return _by_slot(slots, *sums)
 
@@ -193,12 +197,11 @@ class PairCounter:
         n = self.stream.n_tokens
         modes = np.array([PARTNER_MODES[p] for p in partners], dtype=np.int64)
         seeds = np.full(len(partners), self.partner_seed(r), dtype=np.int64)
-        with threads_for(n, "emit_pairs"):
+        with threads_for(n):
             kernels.emit_pairs(
                 self.tokens, self.code, self.doc_ends, self.block_starts, self.region, r, modes, seeds,
                 self.shift, xloc, ys, fill_end, first, second,
             )
-        with threads_for(n, "partition_sums"):
             joint, joint_jk = kernels.partition_sums(
                 xloc, ys, self.region, fill_end, self.widths, first, table, jackknife,
                 numba.get_num_threads(),

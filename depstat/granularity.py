@@ -23,7 +23,7 @@ from depstat.cache import TokenCache, digest_texts, split_shards, tokenizer_key,
 from depstat.corpus import Document
 from depstat.errors import DepstatError
 from depstat.progress import bar
-from depstat.stream import TokenStream
+from depstat.stream import TokenStream, as_token_array, token_dtype
 
 DEFAULT_LADDER = ("bytes", "bpe-1k", "bpe-8k", "bpe-32k", "words")
 _BPE = re.compile(r"^bpe-(\d+)(k?)$")
@@ -125,10 +125,10 @@ def encode_stream(
                 ids, lens = cache.tokens(tok_key, shard, vocab, lambda t: _encode(tokenizer, t))
             else:
                 ids, lens = _encode(tokenizer, shard.texts)
-            chunks.append(ids)
+            chunks.append(as_token_array(ids, vocab, name))  # narrowed shard by shard
             lengths.append(lens)
             progress.update(len(shard.texts))
-    tokens = np.concatenate(chunks).astype(np.int32) if chunks else np.zeros(0, np.int32)
+    tokens = np.concatenate(chunks) if chunks else np.zeros(0, token_dtype(vocab))
     return TokenStream(
         name=name, tokens=tokens,
         doc_lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),

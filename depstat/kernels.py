@@ -298,56 +298,44 @@ def _count_cells(src, a, b, counts, listed, n_listed):
 
 
 @nb.njit(cache=True, inline="always")
-def _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end, tables, jk, jackknife):
+def _count_token(src, lo, hi, total, run, hit, touched, tables, jk, jackknife):
     """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``total``.
 
-    With ``jackknife``, each block's cell counts are kept in ``run`` and queued (cell, count)
-    when the block ends; once the totals are known the queue gives the change of the joint
-    sums when each block is deleted, added to ``jk``. Returns the number of cells touched
-    (listed in ``touched``, whose ``total`` the caller reads and resets).
+    With ``jackknife``, a second pass counts each block's cells in ``run``: with the
+    totals known, each (cell, block) gives at once the change of the joint sums when the
+    block is deleted, added to ``jk``. Returns the number of cells touched (listed in
+    ``touched``, whose ``total`` the caller reads and resets).
     """
-    n_t, n_pend = 0, 0
+    n_t = 0
     for g in range(lo.shape[0]):
-        if not jackknife:
-            n_t = _count_cells(src, lo[g], hi[g], total, touched, n_t)
+        n_t = _count_cells(src, lo[g], hi[g], total, touched, n_t)
+    if not jackknife:
+        return n_t
+    for g in range(lo.shape[0]):
+        if lo[g] == hi[g]:
             continue
         n_hit = _count_cells(src, lo[g], hi[g], run, hit, 0)
+        d0, d1, emptied = 0.0, 0.0, 0
         for j in range(n_hit):
             y = hit[j]
             m = run[y]
             run[y] = 0
             t = total[y]
-            touched[n_t] = y
-            n_t += t == 0
-            total[y] = t + m
-            pend_y[n_pend] = y
-            pend_m[n_pend] = m
-            n_pend += 1
-        run_end[g] = n_pend
-    if jackknife:
-        j0 = 0
-        for g in range(lo.shape[0]):
-            if run_end[g] == j0:  # the token has no pairs in block g
-                continue
-            d0, d1, emptied = 0.0, 0.0, 0
-            for j in range(j0, run_end[g]):
-                t, m = total[pend_y[j]], pend_m[j]
-                after0, after1 = _cell_sums(t - m, tables)
-                before0, before1 = _cell_sums(t, tables)
-                d0 += after0 - before0
-                d1 += after1 - before1
-                emptied += m == t
-            jk[g, 0] += d0
-            jk[g, 1] += d1
-            jk[g, 2] -= emptied
-            j0 = run_end[g]
+            after0, after1 = _cell_sums(t - m, tables)
+            before0, before1 = _cell_sums(t, tables)
+            d0 += after0 - before0
+            d1 += after1 - before1
+            emptied += m == t
+        jk[g, 0] += d0
+        jk[g, 1] += d1
+        jk[g, 2] -= emptied
     return n_t
 
 
 @nb.njit(cache=True, inline="always")
 def _partition_sums(
     xloc, ys, region, fill_end, w, x0, q, first, tables, jackknife, total, run, touched,
-    hit, srt, pend_y, pend_m, run_end, starts, pos, sums, jk,
+    hit, srt, starts, pos, sums, jk,
 ):
     """Add partition q's joint sums for every partner process to ``sums[s]``, its delete-one-block changes to ``jk[s]``.
 
@@ -378,7 +366,7 @@ def _partition_sums(
                 lo, hi = region[q], fill_end[q]
             else:
                 lo, hi = starts[x * n_blocks : (x + 1) * n_blocks], pos[x * n_blocks : (x + 1) * n_blocks]
-            n_t = _count_token(src, lo, hi, total, run, hit, touched, pend_y, pend_m, run_end, tables, jk[s], jackknife)
+            n_t = _count_token(src, lo, hi, total, run, hit, touched, tables, jk[s], jackknife)
             for j in range(n_t):
                 y = touched[j]
                 v0, v1 = _cell_sums(total[y], tables)
@@ -420,21 +408,18 @@ def partition_sums(
     for worker in nb.prange(n_workers):
         total = np.zeros(vocab, dtype=np.int32)
         run = np.zeros(vocab, dtype=np.int32)
-        touched = np.empty(vocab, dtype=np.int32)
-        hit = np.empty(vocab, dtype=np.int32)
+        touched = np.empty(vocab, dtype=ys.dtype)  # lists of partner tokens, in their own dtype
+        hit = np.empty(vocab, dtype=ys.dtype)
         srt = np.empty((n_slots, largest), dtype=ys.dtype)
-        pend_y = np.empty(largest if jackknife else 0, dtype=np.int32)
-        pend_m = np.empty(largest if jackknife else 0, dtype=np.int32)
         starts = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)  # run (token, block) in srt
         pos = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)
-        run_end = np.empty(n_blocks, dtype=np.int64)
         for c in range(worker, N_CHUNKS, n_workers):
             sums = np.zeros((n_slots, N_SUMS))  # the chunk's, away from other workers' cache lines
             jk = np.zeros((n_slots, n_blocks, N_SUMS))
             for q in range(c, n_parts, N_CHUNKS):
                 _partition_sums(
                     xloc, ys, region, fill_end, widths[q], part_start[q], q, first, tables, jackknife,
-                    total, run, touched, hit, srt, pend_y, pend_m, run_end, starts, pos, sums, jk,
+                    total, run, touched, hit, srt, starts, pos, sums, jk,
                 )
             joint_c[c] = sums
             joint_jk_c[c] = jk
@@ -486,7 +471,7 @@ def dense_pair_sums(
     shift: int,
     tables: np.ndarray,
     jackknife: bool,
-    vocab: int,
+    counts: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """All the sums of the given slots at once, for small vocabularies: whole V x V tables.
 
@@ -494,16 +479,18 @@ def dense_pair_sums(
     cache; partners are read almost sequentially. The sums and the delete-one-block deltas
     then come from the block tables and their total, cell by cell. Blocks run in parallel;
     the tables are integers and the sums are taken in a fixed order, so the result does
-    not depend on the thread count. Memory: blocks x slots x V^2 int32.
+    not depend on the thread count. ``counts`` (blocks x slots x V x V int32, any contents)
+    holds the block tables; the caller keeps it for the next batch.
     """
     n = tok.shape[0]
     n_blocks = block_starts.shape[0] - 1
     n_slots = slot_r.shape[0]
-    counts = np.zeros((n_blocks, n_slots, vocab, vocab), dtype=np.int32)
+    vocab = counts.shape[2]
     for g in nb.prange(n_blocks):
         lo, hi = block_starts[g], block_starts[g + 1]
         d = np.searchsorted(doc_ends, lo, side="right")
         table = counts[g]
+        table[:] = 0
         p = lo
         while p < hi:
             end = min(doc_ends[d], hi)

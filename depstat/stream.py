@@ -9,10 +9,36 @@ import numpy as np
 from depstat.errors import DepstatError
 
 
+def token_dtype(vocab_size: int) -> np.dtype:
+    """The smallest dtype holding ids below ``vocab_size``: uint8 for bytes, uint16 for most BPE vocabularies."""
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if vocab_size <= np.iinfo(dtype).max + 1:
+            return np.dtype(dtype)
+    return np.dtype(np.int64)
+
+
+def as_token_array(ids: np.ndarray, vocab_size: int, name: str) -> np.ndarray:
+    """``ids`` checked to lie in [0, vocab_size) and stored in ``token_dtype(vocab_size)``."""
+    ids = np.ascontiguousarray(ids)
+    if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
+        raise DepstatError(f"granularity {name!r}: tokens must be a 1-D integer array")
+    if ids.size:
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= vocab_size:
+            bad = lo if lo < 0 else hi
+            raise DepstatError(
+                f"granularity {name!r}: token id {bad} is outside the vocabulary [0, {vocab_size})",
+                hint="pass the right --vocab-size, or check the --eos-id and ids field",
+            )
+    return ids.astype(token_dtype(vocab_size), copy=False)
+
+
 @dataclass
 class TokenStream:
     """The documents of one granularity, concatenated; pairs never cross ``doc_lengths``.
 
+    Tokens are kept in ``token_dtype(vocab_size)`` (1 byte a token for bytes, 2 for BPE
+    vocabularies up to 65,536): a profile holds the stream until it is counted.
     ``n_bytes`` is the UTF-8 size of the text behind the tokens (None for corpora that
     arrived already tokenized), so ``bytes_per_token`` is the compression ratio.
     """
@@ -25,26 +51,13 @@ class TokenStream:
     info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.tokens = np.ascontiguousarray(self.tokens)
+        self.tokens = as_token_array(self.tokens, self.vocab_size, self.name)
         self.doc_lengths = np.asarray(self.doc_lengths, dtype=np.int64)
-        if self.tokens.ndim != 1 or not np.issubdtype(self.tokens.dtype, np.integer):
-            raise DepstatError(f"granularity {self.name!r}: tokens must be a 1-D integer array")
         if int(self.doc_lengths.sum()) != self.tokens.shape[0] or (self.doc_lengths < 0).any():
             raise DepstatError(
                 f"granularity {self.name!r}: document lengths add up to "
                 f"{int(self.doc_lengths.sum())} but there are {self.tokens.shape[0]} tokens"
             )
-        if self.tokens.size:
-            lo, hi = int(self.tokens.min()), int(self.tokens.max())
-            if lo < 0 or hi >= self.vocab_size:
-                bad = lo if lo < 0 else hi
-                raise DepstatError(
-                    f"granularity {self.name!r}: token id {bad} is outside the vocabulary "
-                    f"[0, {self.vocab_size})",
-                    hint="pass the right --vocab-size, or check the --eos-id and ids field",
-                )
-        if self.tokens.dtype != np.int32 and self.vocab_size < 2**31:
-            self.tokens = self.tokens.astype(np.int32)
 
     @property
     def n_tokens(self) -> int:

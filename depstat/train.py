@@ -99,7 +99,7 @@ def random_batch(tokens: np.ndarray, length: int, batch_size: int, rng: np.rando
                  device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and next-token targets (batch_size, length) from windows at random starts."""
     starts = rng.integers(0, tokens.size - length, size=batch_size)
-    window = np.stack([tokens[s:s + length + 1] for s in starts])
+    window = np.stack([tokens[s:s + length + 1] for s in starts]).astype(np.int64)  # any token dtype in
     w = torch.from_numpy(window).to(device)
     return w[:, :-1].contiguous(), w[:, 1:].contiguous()
 
@@ -188,7 +188,7 @@ def evaluate(model: GPT, tokens: np.ndarray, length: int, n_windows: int, scalin
     starts = eval_starts(tokens.size, length, n_windows)
     for i in range(0, len(starts), batch_size):
         chunk = starts[i:i + batch_size]
-        window = torch.from_numpy(np.stack([tokens[s:s + length + 1] for s in chunk])).to(device)
+        window = torch.from_numpy(np.stack([tokens[s:s + length + 1] for s in chunk]).astype(np.int64)).to(device)
         x, y = window[:, :-1], window[:, 1:]
         logits, _ = model(x, scaling=scaling)
         nll = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), y.flatten(), reduction="none")

@@ -35,7 +35,7 @@ def test_block_sequences_shape_dtype_vocab_and_name() -> None:
     s = block_sequences(7, 100, block=8, vocab=64, states=8, seed=3)
     assert isinstance(s, TokenStream)
     assert s.name == "blocks-B8"
-    assert s.tokens.dtype == np.int32 and s.n_tokens == 700
+    assert s.tokens.dtype == np.uint8 and s.n_tokens == 700  # the smallest type for 64 ids
     assert s.doc_lengths.tolist() == [100] * 7
     assert s.tokens.min() >= 0 and s.tokens.max() < 64 and s.vocab_size == 64
     assert s.info["true_scale"] == 8

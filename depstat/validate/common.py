@@ -206,7 +206,7 @@ def validation_energy(model: GPT, val_tokens: np.ndarray, length: int = LENGTH) 
     from depstat.train import eval_starts
 
     starts = eval_starts(val_tokens.size, length, ENERGY_WINDOWS)
-    idx = torch.from_numpy(np.stack([val_tokens[i:i + length] for i in starts]))
+    idx = torch.from_numpy(np.stack([val_tokens[i:i + length] for i in starts]).astype(np.int64))
     return frequency_energy(model, idx.to(next(model.parameters()).device))
 
 
