@@ -7,16 +7,26 @@ MI and of the standard error, wall time of each, worker-seconds spent counting s
 merging tables, the merged tables' entries per pair, and the workers' peak RSS, then the
 per-token costs that docs/scale.md extrapolates from.
 
-Run: ``python benchmarks/bench_dask.py [--tokens N] [--workers W]``.
+Then the client's memory: ``depstat.profile`` (bytes and BPE-8k, offsets up to 256) of
+``--client-mb`` of the same text as jsonl, in a fresh process for each engine, sampling
+the process's anonymous resident memory (``RssAnon``) every 5 ms. The local engine holds
+the token streams; with ``workers`` the documents go to the workers a shard at a time and
+the client only memory-maps the stream file they write.
+
+Run: ``python benchmarks/bench_dask.py [--tokens N] [--workers W] [--client-mb M]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 from distributed import get_task_stream
@@ -61,10 +71,63 @@ def task_seconds(stream_log: list[dict]) -> dict[str, float]:
     return dict(out)
 
 
+CLIENT_PROBE = r"""
+import json, sys, threading, time
+import depstat, distributed
+
+def anon():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("RssAnon:"))
+
+path, small, workers = sys.argv[1], sys.argv[2], int(sys.argv[3]) or None
+depstat.profile(small, granularities=["bytes", "bpe-300"], max_offset=8)  # load the kernels first
+base = peak = anon()
+done = False
+
+def sample():
+    global peak
+    while not done:
+        peak = max(peak, anon())
+        time.sleep(0.005)
+
+probe = threading.Thread(target=sample)
+probe.start()
+start = time.perf_counter()
+p = depstat.profile(path, granularities=["bytes", "bpe-8k"], max_offset=256, workers=workers)
+seconds = time.perf_counter() - start
+done = True
+probe.join()
+print(json.dumps({"peak_mib": (peak - base) / 2**20, "seconds": seconds,
+                  "tokens": {k: v["n_tokens"] for k, v in p.granularities.items()}}))
+"""
+
+
+def client_memory(docs: list[str], mb: float, workers: int, tmp: Path) -> list[list[object]]:
+    """Peak anonymous memory of a profile's process above its start, local engine and Dask engine."""
+    path, small = tmp / "client.jsonl", tmp / "small.jsonl"
+    budget = int(mb * 1e6)
+    with path.open("w", encoding="utf-8") as f:
+        for text in docs:
+            if budget <= 0:
+                break
+            f.write(json.dumps({"text": text[:budget]}) + "\n")
+            budget -= len(text.encode("utf-8"))
+    small.write_text("".join(json.dumps({"text": t[:2000]}) + "\n" for t in docs[:5]), encoding="utf-8")
+    rows = []
+    for name, n in (("local", 0), (f"dask, {workers} workers", workers)):
+        done = subprocess.run([sys.executable, "-c", CLIENT_PROBE, str(path), str(small), str(n)],
+                              capture_output=True, text=True, check=True, cwd=tmp)
+        out = json.loads(done.stdout.strip().splitlines()[-1])
+        tokens = ", ".join(f"{k} {v:,}" for k, v in out["tokens"].items())
+        rows.append([name, tokens, f"{out['peak_mib']:.0f}", f"{out['seconds']:.1f}"])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=2_000_000, help="tokens per stream (default 2M)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
+    parser.add_argument("--client-mb", type=float, default=20, help="text profiled for the client memory")
     args = parser.parse_args()
     print(machine_line())
     docs, source = english_documents(FORTUNES_DIR, GCIDE)
@@ -114,6 +177,11 @@ def main() -> None:
          "table entries/pair at r=1,64,2048", "text"],
         cost_rows))
     print("\nworker peak RSS (MiB): " + ", ".join(f"{v:.0f}" for v in rss.values()))
+    with tempfile.TemporaryDirectory() as tmp:
+        mem_rows = client_memory(docs, args.client_mb, args.workers, Path(tmp))
+    print(f"\nthe profiling process's memory: depstat.profile of {args.client_mb:g} MB of jsonl "
+          "(bytes, bpe-8k, offsets up to 256, no cache); peak RssAnon above its start")
+    print(format_table(["engine", "tokens", "peak anonymous MiB", "seconds"], mem_rows))
 
 
 if __name__ == "__main__":

@@ -542,8 +542,8 @@ def report_stream(
     lines = [
         f"== {stream.name} @ {stream.n_tokens:,} tokens: {stream.n_docs:,} documents, "
         f"vocabulary {stream.vocab_size:,}; {note}",
-        f"pairs over the {len(offsets)} offsets: {all_pairs:,}; the stream itself (int32 tokens + "
-        f"document lengths): {mib(stream_bytes)} MiB",
+        f"pairs over the {len(offsets)} offsets: {all_pairs:,}; the stream itself ({stream.tokens.dtype} "
+        f"tokens + document lengths): {mib(stream_bytes)} MiB",
         method_table(runs, all_pairs),
     ]
     peers = runs["c"].offsets

@@ -14,11 +14,12 @@ from depstat.estimators import TableSums
 from depstat.stream import TokenStream
 
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
-# Below this many tokens the kernels run faster on one thread: waking the second thread for
-# every parallel region costs more than the work it takes over (`python
-# benchmarks/bench_phases.py --tokens 250000` / `500000` / `1000000` compares each phase on
-# one and two threads).
-PARALLEL_MIN_TOKENS = 1_000_000
+# Below this much work a kernel runs faster on one thread: waking the second thread for
+# every parallel region costs more than the work it takes over. Work is tokens, and for
+# partition_sums tokens x partner processes counted in the call (`python
+# benchmarks/bench_phases.py --tokens 300000` / `1000000` compares each phase on one and
+# two threads, for the real pairs alone and with their null).
+PARALLEL_MIN_WORK = {"dense_pair_sums": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000}
 # Target positions per partition of the partitioned kernel. Fewer, larger partitions mean
 # fewer write streams in emit_pairs: on 10M tokens of BPE-8k, real pairs + rotation null,
 # emit_pairs took 2.7 ns per pair with 2^17 against 4.5 with 2^15, partition_sums 6.4-8.0
@@ -32,10 +33,10 @@ DENSE_BATCH_BYTES = 1 << 18
 
 
 @contextmanager
-def threads_for(n_tokens: int) -> Iterator[None]:
-    """Run the kernels on one thread for small streams, on all threads otherwise."""
+def threads_for(work: int, kernel: str) -> Iterator[None]:
+    """Run a kernel (a key of PARALLEL_MIN_WORK) on one thread for little work, on all threads otherwise."""
     before = numba.get_num_threads()
-    numba.set_num_threads(before if n_tokens >= PARALLEL_MIN_TOKENS else 1)
+    numba.set_num_threads(before if work >= PARALLEL_MIN_WORK[kernel] else 1)
     try:
         yield
     finally:
@@ -167,7 +168,7 @@ class PairCounter:
         if self._kept is None or self._kept[0].size < cells:  # fresh pages cost a fault and a zero-fill
             self._kept = (np.empty(cells, dtype=np.int32),)
         counts = self._kept[0][:cells].reshape(self.n_blocks, len(slots), self.vocab, self.vocab)
-        with threads_for(self.stream.n_tokens):
+        with threads_for(self.stream.n_tokens, "dense_pair_sums"):
             sums = kernels.dense_pair_sums(
                 self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
                 self.shift, kernels.SUM_TABLES, jackknife, counts,
@@ -197,11 +198,12 @@ class PairCounter:
         n = self.stream.n_tokens
         modes = np.array([PARTNER_MODES[p] for p in partners], dtype=np.int64)
         seeds = np.full(len(partners), self.partner_seed(r), dtype=np.int64)
-        with threads_for(n):
+        with threads_for(n, "emit_pairs"):
             kernels.emit_pairs(
                 self.tokens, self.code, self.doc_ends, self.block_starts, self.region, r, modes, seeds,
                 self.shift, xloc, ys, fill_end, first, second,
             )
+        with threads_for(n * len(partners), "partition_sums"):
             joint, joint_jk = kernels.partition_sums(
                 xloc, ys, self.region, fill_end, self.widths, first, table, jackknife,
                 numba.get_num_threads(),

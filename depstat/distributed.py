@@ -16,26 +16,42 @@ For each batch of offsets:
 Shards never straddle a block, tasks are pure, and integer tables are merged before any
 float sum is taken, in a fixed order: the result does not depend on the number of workers,
 on which worker ran what, or on a worker that died and had its tasks rerun.
+
+Tokenization runs on the workers too (``WorkerEncoder``): this process reads the documents
+and sends them a text shard at a time, with a bounded number in flight; each worker
+encodes its shard (through the token cache when there is one) and writes the tokens to a
+part file; the workers then copy the parts into one ``.npy`` which this process only
+memory-maps. So this process never holds a whole token stream in its own memory.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import shutil
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tokenizers import Tokenizer
 
+from depstat.cache import Shard, TokenCache, split_shards, tokenizer_key
 from depstat.counting import PairCounter, jackknife_blocks, slot_arrays
 from depstat.errors import DepstatError
 from depstat.estimators import TableSums
-from depstat.stream import TokenStream
+from depstat.granularity import encode_shard, encode_stream, vocab_size_of
+from depstat.progress import bar
+from depstat.stream import TokenStream, token_dtype
 from depstat.tables import CountTable, PartialSums, combine, merge, range_sums, shard_tables, split
 
 SHARD_TOKENS = 1 << 22  # positions per shard task
+ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
 RANGE_TOKENS = 1 << 24  # one first-token range per this many tokens (each range costs tasks)
 MAX_KEY_RANGES = 16
@@ -72,27 +88,139 @@ def dask_client(workers: int | None = None, scheduler: str | None = None) -> Ite
         yield client
 
 
-@contextmanager
-def counters(
-    workers: int | None = None, scheduler: str | None = None, shared_dir: str | os.PathLike | None = None,
-) -> Iterator[tuple[Callable[..., object], dict]]:
-    """What counts the pairs: ``PairCounter`` in this process, or ``DaskCounter`` on a cluster.
+@dataclass
+class Engine:
+    """How a profile tokenizes and counts: here, or on a Dask cluster.
 
-    Yields the counter's constructor (``stream, n_blocks=, seed=``) and a description of
-    the engine for the run record.
+    ``counter(stream, n_blocks=, seed=)`` builds the counter, ``encode`` has
+    ``granularity.encode_stream``'s signature, ``info`` describes the engine for the run record.
     """
+
+    counter: Callable[..., object] = PairCounter
+    encode: Callable[..., TokenStream] = encode_stream
+    info: dict = field(default_factory=lambda: {"name": "local"})
+
+
+@contextmanager
+def engine(
+    workers: int | None = None, scheduler: str | None = None, shared_dir: str | os.PathLike | None = None,
+) -> Iterator[Engine]:
+    """The local engine, or with ``workers``/``scheduler`` a Dask one: tokenization and counting on the workers."""
     if workers is None and scheduler is None:
-        yield PairCounter, {"name": "local"}
+        yield Engine()
         return
     if workers is not None and scheduler is not None:
         raise DepstatError("give --workers or --scheduler, not both")
     with dask_client(workers, scheduler) as client, tempfile.TemporaryDirectory(prefix="depstat-") as tmp:
         n = len(client.scheduler_info().get("workers", {}))
+        directory = Path(shared_dir or tmp)
+        encoder = WorkerEncoder(client, directory)
 
         def make(stream: TokenStream, n_blocks: int = 20, seed: int = 0) -> DaskCounter:
-            return DaskCounter(stream, client, n_blocks=n_blocks, seed=seed, shared_dir=shared_dir or tmp)
+            return DaskCounter(stream, client, n_blocks=n_blocks, seed=seed, shared_dir=directory)
 
-        yield make, {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster"}
+        try:
+            yield Engine(make, encoder, {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster"})
+        finally:
+            encoder.remove_files()
+
+
+class WorkerEncoder:
+    """``encode_stream`` on Dask workers: the tokens land in a ``.npy`` under ``directory`` that this process memory-maps."""
+
+    def __init__(self, client: object, directory: Path) -> None:
+        self.client = client
+        self.directory = Path(directory)
+        self.written: list[Path] = []
+
+    def __call__(
+        self, name: str, texts: Iterable[str], tokenizer: Tokenizer | None, cache: TokenCache | None = None,
+    ) -> TokenStream:
+        """Encode the documents shard by shard on the workers, at most ``ENCODE_IN_FLIGHT`` per worker ahead."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        run = self.directory / f"depstat-{uuid.uuid4().hex[:16]}"
+        vocab = vocab_size_of(tokenizer)
+        # A fresh key each time (hash=False): the same JSON scattered under its content key
+        # while the previous call's copy is being released is lost ("lost dependencies").
+        spec = self.client.scatter(tokenizer.to_str(), broadcast=True, hash=False) if tokenizer is not None else None
+        tok_key = tokenizer_key(tokenizer) if tokenizer is not None and cache is not None else None
+        cache_root = str(cache.root) if cache is not None else None
+        limit = ENCODE_IN_FLIGHT * max(len(self.client.scheduler_info().get("workers", {})), 1)
+        pending: deque = deque()
+        done: list[tuple[int, np.ndarray, dict]] = []
+        n_bytes = 0
+        with bar(desc=f"encode {name} on workers", unit="doc") as progress:
+            def collect() -> None:
+                result = pending.popleft().result()
+                done.append(result)
+                progress.update(len(result[1]))
+
+            for i, shard in enumerate(split_shards(texts)):
+                n_bytes += shard.n_bytes
+                sent = Shard(texts=shard.texts if tokenizer is not None else [],
+                             data=shard.data if tokenizer is None else [], digest=shard.digest)
+                pending.append(self.client.submit(
+                    _encode_task, name, sent, spec, tok_key, cache_root, str(run / f"{i:08d}.npy"),
+                    key=f"depstat-encode-{run.name}-{i}",
+                ))
+                if len(pending) >= limit:
+                    collect()
+            while pending:
+                collect()
+        for _, _, counts in done:
+            for what, k in counts.items():
+                cache.counts[what] += k
+        sizes = np.array([n for n, _, _ in done], dtype=np.int64)
+        lengths = np.concatenate([lens for _, lens, _ in done]) if done else np.zeros(0, np.int64)
+        if not sizes.sum():
+            shutil.rmtree(run, ignore_errors=True)
+            return TokenStream(name, np.zeros(0, token_dtype(vocab)), lengths, vocab, n_bytes)
+        path = run.with_suffix(".npy")
+        np.lib.format.open_memmap(path, mode="w+", dtype=token_dtype(vocab), shape=(int(sizes.sum()),))
+        self.written.append(path)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        self.client.gather([
+            self.client.submit(_copy_part, str(run / f"{i:08d}.npy"), str(path), int(start),
+                               key=f"depstat-gather-{run.name}-{i}")
+            for i, start in enumerate(starts)
+        ])
+        shutil.rmtree(run, ignore_errors=True)
+        return TokenStream(name, np.load(path, mmap_mode="r"), lengths, vocab, n_bytes, source_file=path)
+
+    def remove_files(self) -> None:
+        """Delete the token files this encoder wrote (the profile no longer needs them)."""
+        for path in self.written:
+            path.unlink(missing_ok=True)
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer(spec: str) -> Tokenizer:
+    """A worker's parsed copy of a tokenizer (the scattered JSON is the same object every task)."""
+    return Tokenizer.from_str(spec)
+
+
+def _encode_task(
+    name: str, shard: Shard, spec: str | None, tok_key: str | None, cache_root: str | None, part: str,
+) -> tuple[int, np.ndarray, dict]:
+    """Worker task: encode a shard, write its tokens to ``part`` (atomically); (tokens, doc lengths, cache counts)."""
+    tokenizer = _tokenizer(spec) if spec is not None else None
+    cache = TokenCache(cache_root) if cache_root is not None and tok_key is not None else None
+    ids, lens = encode_shard(name, shard, tokenizer, cache, tok_key)
+    path = Path(part)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        np.save(f, ids)
+    os.replace(tmp, path)  # a rerun after a killed worker finds a whole file or none
+    return int(ids.size), lens, {k: v for k, v in (cache.counts.items() if cache else ()) if v}
+
+
+def _copy_part(part: str, path: str, start: int) -> None:
+    """Worker task: copy a part file's tokens into the stream file at ``start`` (idempotent)."""
+    ids = np.load(part)
+    out = np.load(path, mmap_mode="r+")
+    out[start:start + ids.size] = ids
+    out.flush()
 
 
 def shards(doc_lengths: np.ndarray, block_starts: np.ndarray, size: int) -> np.ndarray:
@@ -123,7 +251,7 @@ class DaskCounter:
         self.shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
         self.doc_ends = np.cumsum(stream.doc_lengths)
         self.shift = max(stream.n_tokens // 2, 1)
-        self.path = _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
+        self.path = stream.source_file or _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
         if key_ranges is None:
             key_ranges = min(MAX_KEY_RANGES, -(-stream.n_tokens // RANGE_TOKENS))
         self.key_edges = first_token_edges(stream, max(key_ranges, 1))

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from depstat.cache import TokenCache, digest_texts, split_shards, tokenizer_key, training_key
+from depstat.cache import Shard, TokenCache, digest_texts, split_shards, tokenizer_key, training_key
 from depstat.corpus import Document
 from depstat.errors import DepstatError
 from depstat.progress import bar
@@ -113,19 +113,13 @@ def encode_stream(
     chunks: list[np.ndarray] = []
     lengths: list[np.ndarray] = []
     n_bytes = 0
-    vocab = 256 if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
+    vocab = vocab_size_of(tokenizer)
     tok_key = tokenizer_key(tokenizer) if tokenizer is not None and cache is not None else None
     with bar(desc=f"encode {name}", unit="doc") as progress:
         for shard in split_shards(texts):
             n_bytes += shard.n_bytes
-            if tokenizer is None:
-                ids = np.frombuffer(b"".join(shard.data), dtype=np.uint8)
-                lens = np.fromiter((len(d) for d in shard.data), dtype=np.int64, count=len(shard.data))
-            elif tok_key is not None:
-                ids, lens = cache.tokens(tok_key, shard, vocab, lambda t: _encode(tokenizer, t))
-            else:
-                ids, lens = _encode(tokenizer, shard.texts)
-            chunks.append(as_token_array(ids, vocab, name))  # narrowed shard by shard
+            ids, lens = encode_shard(name, shard, tokenizer, cache, tok_key)
+            chunks.append(ids)
             lengths.append(lens)
             progress.update(len(shard.texts))
     tokens = np.concatenate(chunks) if chunks else np.zeros(0, token_dtype(vocab))
@@ -134,6 +128,25 @@ def encode_stream(
         doc_lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
         vocab_size=int(vocab), n_bytes=n_bytes,
     )
+
+
+def vocab_size_of(tokenizer: Tokenizer | None) -> int:
+    """Ids a tokenizer can give, added tokens included (256 for UTF-8 bytes)."""
+    return 256 if tokenizer is None else tokenizer.get_vocab_size(with_added_tokens=True)
+
+
+def encode_shard(
+    name: str, shard: Shard, tokenizer: Tokenizer | None, cache: TokenCache | None, tok_key: str | None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(token ids in the stream's dtype, document lengths) of one shard; through the cache when ``tok_key`` is given."""
+    if tokenizer is None:
+        ids = np.frombuffer(b"".join(shard.data), dtype=np.uint8)
+        lens = np.fromiter((len(d) for d in shard.data), dtype=np.int64, count=len(shard.data))
+    elif tok_key is not None:
+        ids, lens = cache.tokens(tok_key, shard, vocab_size_of(tokenizer), lambda t: _encode(tokenizer, t))
+    else:
+        ids, lens = _encode(tokenizer, shard.texts)
+    return as_token_array(ids, vocab_size_of(tokenizer), name), lens
 
 
 def _encode(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -175,12 +188,15 @@ def text_streams(
     tokenizer_paths: Iterable[str] = (),
     train_docs: int | None = None,
     cache: TokenCache | None = None,
+    encode: Callable[..., TokenStream] = encode_stream,
 ) -> Iterator[TokenStream]:
     """One TokenStream per granularity, re-reading the documents for each (streaming).
 
     BPE and word vocabularies are trained on the first ``train_docs`` documents of the
     sample (all of it when None), the same documents for every vocabulary size. With a
-    ``cache``, trained vocabularies and encoded shards are reused across runs.
+    ``cache``, trained vocabularies and encoded shards are reused across runs. ``encode``
+    (``encode_stream``'s signature) turns documents into a stream: here, or on Dask
+    workers (``depstat.distributed.WorkerEncoder``).
     """
     def texts(limit: int | None = None) -> Iterator[str]:
         for i, doc in enumerate(documents()):
@@ -202,11 +218,11 @@ def text_streams(
 
     for name in names:
         tokenizer = None if name == "bytes" else trained(name)
-        stream = encode_stream(name, texts(), tokenizer, cache)
+        stream = encode(name, texts(), tokenizer, cache)
         if bpe_vocab_size(name):
             stream.info["requested_vocab_size"] = bpe_vocab_size(name)
         yield stream
     for path in tokenizer_paths:
-        stream = encode_stream(tokenizer_name(path), texts(), load_tokenizer(path), cache)
+        stream = encode(tokenizer_name(path), texts(), load_tokenizer(path), cache)
         stream.info["tokenizer"] = str(path)
         yield stream

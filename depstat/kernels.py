@@ -206,15 +206,16 @@ EMIT_RUN = 4096  # positions per run of emit_pairs: where the first process's pa
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_lead(tok, code, q, stop, off, fill, where, xloc, first_row, ys, second_row):
-    """The first process's pairs of positions q .. stop - 1; ``where[i - q]`` keeps each pair's place."""
+def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, second_row):
+    """The first process's pairs of positions q .. stop - 1; with ``keep``, ``where[i - q]`` keeps each pair's place."""
     for i in range(q, stop):
         x = tok[i]
         c = code[x]
         k = c >> XLOC_BITS
         at = fill[k]
         fill[k] = at + 1
-        where[i - q] = at
+        if keep:
+            where[i - q] = at
         xloc[at] = c & XLOC_MASK
         first_row[x] += 1
         y = tok[i + off]
@@ -252,7 +253,7 @@ def emit_pairs(
     for g in nb.prange(n_blocks):
         fill = region[:, g].copy()
         off = np.empty(n_slots, dtype=np.int64)
-        where = np.empty(EMIT_RUN, dtype=np.int64)
+        where = np.empty(EMIT_RUN if n_slots > 1 else 0, dtype=np.int32)  # places < n < 2^31
         first_row = first[g]
         first_row[:] = 0
         second[:, g] = 0
@@ -268,7 +269,11 @@ def emit_pairs(
                 for s in range(n_slots):
                     run_stop, off[s] = _partner_run(q, last, r, modes[s], seeds[s], shift, n)
                     stop = min(stop, run_stop)
-                _emit_lead(tok, code, q, stop, off[0], fill, where, xloc, first_row, ys[0], second[0, g])
+                if n_slots == 1:  # no other process reads the places back
+                    _emit_lead(tok, code, q, stop, off[0], fill, where, False, xloc, first_row, ys[0], second[0, g])
+                    q = stop
+                    continue
+                _emit_lead(tok, code, q, stop, off[0], fill, where, True, xloc, first_row, ys[0], second[0, g])
                 for s in range(1, n_slots):
                     _emit_follow(tok, q, stop, off[s], where, ys[s], second[s, g])
                 q = stop

@@ -24,7 +24,7 @@ from depstat import estimators as est
 from depstat.cache import TokenCache
 from depstat.corpus import Corpus, Document, open_corpus
 from depstat.counting import PairCounter
-from depstat.distributed import counters
+from depstat.distributed import Engine, engine
 from depstat.errors import DepstatError
 from depstat.granularity import DEFAULT_LADDER, check_names, ids_stream, text_streams
 from depstat.progress import bar
@@ -259,12 +259,10 @@ def profile(
     if grid.size == 0 or grid.min() < 1:
         raise DepstatError("offsets must be positive integers")
 
-    with _local_copy(corpus, max_docs, max_tokens) as source, counters(workers, scheduler, shared_dir) as (
-        make_counter, engine,
-    ):
+    with _local_copy(corpus, max_docs, max_tokens) as source, engine(workers, scheduler, shared_dir) as run:
         return _profile(
             corpus, source, granularities, tokenizers, grid, estimator, confidence, n_blocks,
-            max_docs, max_tokens, vocab_size, train_docs, seed, cache, make_counter, engine,
+            max_docs, max_tokens, vocab_size, train_docs, seed, cache, run,
         )
 
 
@@ -293,7 +291,7 @@ def _profile(
     corpus: Corpus, source: Corpus, granularities: Sequence[str] | None, tokenizers: Sequence[str],
     grid: np.ndarray, estimator: str, confidence: float, n_blocks: int, max_docs: int | None,
     max_tokens: int | None, vocab_size: int | None, train_docs: int | None, seed: int,
-    cache: TokenCache | None, make_counter: Callable[..., PairCounter], engine: dict,
+    cache: TokenCache | None, run: Engine,
 ) -> Profile:
     """The body of ``profile``: ``source`` is read, ``corpus`` is what gets described."""
 
@@ -317,13 +315,13 @@ def _profile(
         names = check_names(granularities if granularities is not None else DEFAULT_LADDER)
         if not names and not tokenizers:
             raise DepstatError("no granularity chosen")
-        streams = text_streams(documents, names, tokenizers, train_docs=train_docs, cache=cache)
+        streams = text_streams(documents, names, tokenizers, train_docs=train_docs, cache=cache, encode=run.encode)
 
     tables, facts, skipped = [], {}, {}
     seconds = {"tokenize": 0.0, "count": 0.0, "estimate": 0.0}
     for stream in _Stopwatch(seconds).each("tokenize", streams):
         table, skip = mi_profile(
-            stream, grid, estimator, confidence, n_blocks, seed, timings=seconds, counter=make_counter,
+            stream, grid, estimator, confidence, n_blocks, seed, timings=seconds, counter=run.counter,
         )
         if table.height == 0:
             raise DepstatError(
@@ -343,7 +341,7 @@ def _profile(
         estimator=estimator,
         confidence=confidence,
         skipped_offsets=skipped,
-        run={"seconds": seconds, "engine": engine, **({"cache": {"dir": str(cache.root), **cache.counts}} if cache else {})},
+        run={"seconds": seconds, "engine": run.info, **({"cache": {"dir": str(cache.root), **cache.counts}} if cache else {})},
     )
 
 

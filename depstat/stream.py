@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -38,7 +39,8 @@ class TokenStream:
     """The documents of one granularity, concatenated; pairs never cross ``doc_lengths``.
 
     Tokens are kept in ``token_dtype(vocab_size)`` (1 byte a token for bytes, 2 for BPE
-    vocabularies up to 65,536): a profile holds the stream until it is counted.
+    vocabularies up to 65,536): a profile holds the stream until it is counted. Streams
+    encoded on Dask workers memory-map the ``source_file`` the workers wrote.
     ``n_bytes`` is the UTF-8 size of the text behind the tokens (None for corpora that
     arrived already tokenized), so ``bytes_per_token`` is the compression ratio.
     """
@@ -49,6 +51,7 @@ class TokenStream:
     vocab_size: int
     n_bytes: int | None = None
     info: dict = field(default_factory=dict)
+    source_file: Path | None = None  # the .npy that ``tokens`` memory-maps, when it does
 
     def __post_init__(self) -> None:
         self.tokens = as_token_array(self.tokens, self.vocab_size, self.name)

@@ -18,8 +18,12 @@ import pytest
 
 pytest.importorskip("distributed")
 
+from depstat import cache as cache_module  # noqa: E402
+from depstat.cache import TokenCache  # noqa: E402
+from depstat.corpus import open_corpus  # noqa: E402
 from depstat.counting import PairCounter  # noqa: E402
-from depstat.distributed import DaskCounter, dask_client  # noqa: E402
+from depstat.distributed import DaskCounter, WorkerEncoder, dask_client  # noqa: E402
+from depstat.granularity import encode_stream, train_bpe  # noqa: E402
 from depstat.profile import mi_profile  # noqa: E402
 from depstat.stream import TokenStream  # noqa: E402
 
@@ -93,6 +97,34 @@ def test_killed_worker_changes_nothing(client, tmp_path: Path) -> None:
     assert not run.is_alive()
     assert_close(box["got"], want)
     assert victim not in client.run(os.getpid).values()  # the nanny started a new process
+
+
+def test_worker_encoding_equals_local(client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shards encoded on the workers, through the token cache or not, and copied into one
+    file that the client memory-maps: the same stream as encoding in this process."""
+    monkeypatch.setattr(cache_module, "SHARD_BYTES", 4_000)  # many shards, several in flight at once
+    texts = [doc.text for _, doc in zip(range(40), open_corpus(str(ROOT / "examples" / "python-docs.jsonl.gz")))]
+    encoder = WorkerEncoder(client, tmp_path / "shared")
+    bpe = train_bpe(texts, 300)
+    first_pass = True
+    for tokenizer in (None, bpe):
+        want = encode_stream("g", iter(texts), tokenizer)
+        for cache in (None, TokenCache(tmp_path / "cache"), TokenCache(tmp_path / "cache")):
+            got = encoder("g", iter(texts), tokenizer, cache)
+            assert isinstance(got.tokens.base, np.memmap) and got.source_file.parent == tmp_path / "shared"
+            assert got.tokens.dtype == want.tokens.dtype == (np.uint8 if tokenizer is None else np.uint16)
+            npt.assert_array_equal(got.tokens, want.tokens)
+            npt.assert_array_equal(got.doc_lengths, want.doc_lengths)
+            assert got.n_bytes == want.n_bytes
+            if cache is not None and tokenizer is not None:  # the first pass stores every shard, the second reads them
+                shards = len(list(cache_module.split_shards(texts)))
+                stored = cache.counts["shards_encoded"] == shards and not cache.counts["shards_reused"]
+                reused = cache.counts["shards_reused"] == shards and not cache.counts["shards_encoded"]
+                assert shards > 8 and (stored if first_pass else reused)
+                first_pass = False
+    assert len(list((tmp_path / "shared").glob("*.npy"))) == 6 and not list((tmp_path / "shared").glob("*/"))
+    encoder.remove_files()
+    assert not list((tmp_path / "shared").iterdir())
 
 
 def test_cli_workers_matches_local(tmp_path: Path) -> None:

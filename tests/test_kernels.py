@@ -100,7 +100,7 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
 
     from depstat import counting
 
-    monkeypatch.setattr(counting, "PARALLEL_MIN_TOKENS", 0)
+    monkeypatch.setattr(counting, "PARALLEL_MIN_WORK", dict.fromkeys(counting.PARALLEL_MIN_WORK, 0))
     rng = np.random.default_rng(1)
     weights = 1 / np.arange(1, 301)  # Zipf: partitions of one token and of many
     tokens = rng.choice(300, size=200_000, p=weights / weights.sum())
