@@ -7,8 +7,8 @@ MI and of the standard error, wall time of each, worker-seconds spent counting s
 merging tables, the merged tables' entries per pair, and the workers' peak RSS, then the
 per-token costs that docs/scale.md extrapolates from.
 
-Then the client's memory: ``depstat.profile`` (bytes and BPE-8k, offsets up to 256) of
-``--client-mb`` of the same text as jsonl, in a fresh process for each engine, sampling
+Then the client's memory: ``depstat.profile`` (bytes, then bytes and BPE-8k; offsets up to
+256) of ``--client-mb`` of the same text as jsonl, in a fresh process for each engine, sampling
 the process's anonymous resident memory (``RssAnon``) every 5 ms. The local engine holds
 the token streams; with ``workers`` the documents go to the workers a shard at a time and
 the client only memory-maps the stream file they write.
@@ -79,7 +79,7 @@ def anon():
     with open("/proc/self/status") as fh:
         return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("RssAnon:"))
 
-path, small, workers = sys.argv[1], sys.argv[2], int(sys.argv[3]) or None
+path, small, workers, grans = sys.argv[1], sys.argv[2], int(sys.argv[3]) or None, sys.argv[4].split(",")
 depstat.profile(small, granularities=["bytes", "bpe-300"], max_offset=8)  # load the kernels first
 base = peak = anon()
 done = False
@@ -93,7 +93,7 @@ def sample():
 probe = threading.Thread(target=sample)
 probe.start()
 start = time.perf_counter()
-p = depstat.profile(path, granularities=["bytes", "bpe-8k"], max_offset=256, workers=workers)
+p = depstat.profile(path, granularities=grans, max_offset=256, workers=workers)
 seconds = time.perf_counter() - start
 done = True
 probe.join()
@@ -114,12 +114,13 @@ def client_memory(docs: list[str], mb: float, workers: int, tmp: Path) -> list[l
             budget -= len(text.encode("utf-8"))
     small.write_text("".join(json.dumps({"text": t[:2000]}) + "\n" for t in docs[:5]), encoding="utf-8")
     rows = []
-    for name, n in (("local", 0), (f"dask, {workers} workers", workers)):
-        done = subprocess.run([sys.executable, "-c", CLIENT_PROBE, str(path), str(small), str(n)],
-                              capture_output=True, text=True, check=True, cwd=tmp)
-        out = json.loads(done.stdout.strip().splitlines()[-1])
-        tokens = ", ".join(f"{k} {v:,}" for k, v in out["tokens"].items())
-        rows.append([name, tokens, f"{out['peak_mib']:.0f}", f"{out['seconds']:.1f}"])
+    for grans in ("bytes", "bytes,bpe-8k"):
+        for name, n in (("local", 0), (f"dask, {workers} workers", workers)):
+            done = subprocess.run([sys.executable, "-c", CLIENT_PROBE, str(path), str(small), str(n), grans],
+                                  capture_output=True, text=True, check=True, cwd=tmp)
+            out = json.loads(done.stdout.strip().splitlines()[-1])
+            tokens = ", ".join(f"{k} {v:,}" for k, v in out["tokens"].items())
+            rows.append([name, tokens, f"{out['peak_mib']:.0f}", f"{out['seconds']:.1f}"])
     return rows
 
 
@@ -180,7 +181,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         mem_rows = client_memory(docs, args.client_mb, args.workers, Path(tmp))
     print(f"\nthe profiling process's memory: depstat.profile of {args.client_mb:g} MB of jsonl "
-          "(bytes, bpe-8k, offsets up to 256, no cache); peak RssAnon above its start")
+          "(bytes alone, then bytes and bpe-8k, whose vocabulary is trained in this process; "
+          "offsets up to 256, no cache); peak RssAnon above its start")
     print(format_table(["engine", "tokens", "peak anonymous MiB", "seconds"], mem_rows))
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the benchmarks and write their output to $OUT/{speed,phases,accuracy,analysis,end_to_end,dask}.txt.
+# Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask}.txt.
 # Usage: benchmarks/run.sh [--quick]
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
 # ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all).
@@ -12,6 +12,7 @@ mkdir -p "$OUT"
 
 speed_args=()
 phases_args=()
+phases_1m_args=(--tokens 1000000 --offsets 10)
 accuracy_args=()
 analysis_args=()
 end_to_end_args=()
@@ -19,6 +20,7 @@ dask_args=()
 if [[ "${1:-}" == "--quick" ]]; then
     speed_args=(--tokens 250000 --repeats 2)
     phases_args=(--tokens 250000 --repeats 1)
+    phases_1m_args=(--tokens 100000 --offsets 10 --repeats 1)
     accuracy_args=(--quick)
     analysis_args=(--quick)
     end_to_end_args=(--mb 10 --max-offset 256 --encode-mb 2)
@@ -48,8 +50,9 @@ run() {
 
 run speed "$PYTHON" benchmarks/bench_speed.py "${speed_args[@]}"
 run phases "$PYTHON" benchmarks/bench_phases.py "${phases_args[@]}"
+run phases_1m "$PYTHON" benchmarks/bench_phases.py "${phases_1m_args[@]}"
 run accuracy "$PYTHON" benchmarks/bench_accuracy.py "${accuracy_args[@]}"
 run analysis "$PYTHON" benchmarks/bench_analysis.py "${analysis_args[@]}"
 run end_to_end "$PYTHON" benchmarks/bench_end_to_end.py "${end_to_end_args[@]}"
 run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
-echo "wrote ${ONLY:-speed phases accuracy analysis end_to_end dask} into $OUT" >&2
+echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask} into $OUT" >&2

@@ -127,6 +127,29 @@ def test_worker_encoding_equals_local(client, tmp_path: Path, monkeypatch: pytes
     assert not list((tmp_path / "shared").iterdir())
 
 
+def test_killed_worker_during_encoding_changes_nothing(client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SIGKILL one worker while shards are being encoded: its tasks (atomic part files,
+    idempotent copies) are rerun elsewhere and the stream comes out the same."""
+    monkeypatch.setattr(cache_module, "SHARD_BYTES", 2_000)
+    texts = [doc.text for _, doc in zip(range(300), open_corpus(str(ROOT / "examples" / "python-docs.jsonl.gz")))]
+    bpe = train_bpe(texts[:50], 500)
+    want = encode_stream("g", iter(texts), bpe)
+    box: dict = {}
+    run = threading.Thread(target=lambda: box.update(got=WorkerEncoder(client, tmp_path)("g", iter(texts), bpe)))
+    run.start()
+    deadline = time.monotonic() + 60
+    while not any(client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.005)
+    victim = sorted(client.run(os.getpid).values())[0]
+    assert run.is_alive()  # the kill lands mid-run
+    os.kill(victim, signal.SIGKILL)
+    run.join(timeout=240)
+    assert not run.is_alive()
+    npt.assert_array_equal(box["got"].tokens, want.tokens)
+    npt.assert_array_equal(box["got"].doc_lengths, want.doc_lengths)
+    assert victim not in client.run(os.getpid).values()
+
+
 def test_cli_workers_matches_local(tmp_path: Path) -> None:
     example = ROOT / "examples" / "python-docs.jsonl.gz"
     common = [sys.executable, "-m", "depstat.cli", "profile", str(example), "-g", "bytes",
