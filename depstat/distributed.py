@@ -42,6 +42,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from depstat.cache import Shard, TokenCache, split_shards, tokenizer_key
+from depstat import kernels
 from depstat.counting import PairCounter, jackknife_blocks, slot_arrays
 from depstat.errors import DepstatError
 from depstat.estimators import TableSums
@@ -302,7 +303,7 @@ class DaskCounter:
 def first_token_edges(stream: TokenStream, n_ranges: int) -> np.ndarray:
     """Key boundaries (``x * vocab``) of first-token ranges holding about equal numbers of positions."""
     vocab = int(stream.vocab_size)
-    cum = np.cumsum(np.bincount(stream.tokens, minlength=vocab))
+    cum = np.cumsum(kernels.token_counts(stream.tokens, vocab))  # np.bincount would copy the stream to int64
     targets = cum[-1] * np.arange(1, n_ranges) / max(n_ranges, 1) if cum.size else []
     edges = np.unique(np.r_[0, np.searchsorted(cum, targets, side="right"), vocab])
     return edges.astype(np.int64) * vocab
