@@ -7,8 +7,9 @@ MI and of the standard error, wall time of each, worker-seconds spent counting s
 merging tables, the merged tables' entries per pair, and the workers' peak RSS, then the
 per-token costs that docs/scale.md extrapolates from.
 
-Then the client's memory: ``depstat.profile`` (bytes, then bytes and BPE-8k; offsets up to
-256) of ``--client-mb`` of the same text as jsonl, in a fresh process for each engine, sampling
+Then the client's memory: ``depstat.profile`` of ``--client-mb`` and twice that of the
+same text as jsonl at bytes, and of ``--client-mb`` at bytes and BPE-8k (offsets up to
+256), in a fresh process for each engine and size, sampling
 the process's anonymous resident memory (``RssAnon``) every 5 ms. The local engine holds
 the token streams; with ``workers`` the documents go to the workers a shard at a time and
 the client only memory-maps the stream file they write.
@@ -104,23 +105,24 @@ print(json.dumps({"peak_mib": (peak - base) / 2**20, "seconds": seconds,
 
 def client_memory(docs: list[str], mb: float, workers: int, tmp: Path) -> list[list[object]]:
     """Peak anonymous memory of a profile's process above its start, local engine and Dask engine."""
-    path, small = tmp / "client.jsonl", tmp / "small.jsonl"
-    budget = int(mb * 1e6)
-    with path.open("w", encoding="utf-8") as f:
-        for text in docs:
-            if budget <= 0:
-                break
-            f.write(json.dumps({"text": text[:budget]}) + "\n")
-            budget -= len(text.encode("utf-8"))
+    small = tmp / "small.jsonl"
     small.write_text("".join(json.dumps({"text": t[:2000]}) + "\n" for t in docs[:5]), encoding="utf-8")
     rows = []
-    for grans in ("bytes", "bytes,bpe-8k"):
+    for size, grans in ((mb, "bytes"), (2 * mb, "bytes"), (mb, "bytes,bpe-8k")):
+        path = tmp / f"client-{size:g}.jsonl"
+        budget = int(size * 1e6)
+        with path.open("w", encoding="utf-8") as f:
+            for text in docs:
+                if budget <= 0:
+                    break
+                f.write(json.dumps({"text": text[:budget]}) + "\n")
+                budget -= len(text.encode("utf-8"))
         for name, n in (("local", 0), (f"dask, {workers} workers", workers)):
             done = subprocess.run([sys.executable, "-c", CLIENT_PROBE, str(path), str(small), str(n), grans],
                                   capture_output=True, text=True, check=True, cwd=tmp)
             out = json.loads(done.stdout.strip().splitlines()[-1])
             tokens = ", ".join(f"{k} {v:,}" for k, v in out["tokens"].items())
-            rows.append([name, tokens, f"{out['peak_mib']:.0f}", f"{out['seconds']:.1f}"])
+            rows.append([name, f"{size:g}", tokens, f"{out['peak_mib']:.0f}", f"{out['seconds']:.1f}"])
     return rows
 
 
@@ -180,10 +182,11 @@ def main() -> None:
     print("\nworker peak RSS (MiB): " + ", ".join(f"{v:.0f}" for v in rss.values()))
     with tempfile.TemporaryDirectory() as tmp:
         mem_rows = client_memory(docs, args.client_mb, args.workers, Path(tmp))
-    print(f"\nthe profiling process's memory: depstat.profile of {args.client_mb:g} MB of jsonl "
-          "(bytes alone, then bytes and bpe-8k, whose vocabulary is trained in this process; "
-          "offsets up to 256, no cache); peak RssAnon above its start")
-    print(format_table(["engine", "tokens", "peak anonymous MiB", "seconds"], mem_rows))
+    print(f"\nthe profiling process's memory: depstat.profile of {args.client_mb:g} and "
+          f"{2 * args.client_mb:g} MB of jsonl at bytes, and of {args.client_mb:g} MB at bytes and "
+          "bpe-8k (whose vocabulary is trained in this process); offsets up to 256, no cache; "
+          "peak RssAnon above its value before the call (a LocalCluster's scheduler runs in this process)")
+    print(format_table(["engine", "text MB", "tokens", "peak anonymous MiB", "seconds"], mem_rows))
 
 
 if __name__ == "__main__":
