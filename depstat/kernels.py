@@ -2,17 +2,18 @@
 
 The corpus is one concatenated token array ``tok`` with per-position metadata. For an
 offset ``r`` the pairs are ``(tok[p], partner(p))`` for every position ``p`` whose
-document still has ``r`` tokens after it (``rem[p] >= r``). Instead of building the
-(possibly V x V) joint table, positions are grouped once by their first token
-(a counting sort); for each group the partner tokens are counted in a small dense array
-of length V, the table sums are taken, and the array is reset. Memory is O(N + V) and
-the joint table never exists.
+document still has ``r`` tokens after it. Small vocabularies are counted into whole
+V x V tables per jackknife block (``dense_pair_sums``). Larger ones never build the joint
+table: the pairs are written, in position order, into partitions of first tokens
+(``emit_pairs``), and each partition's tokens have their partners counted in a dense array
+of length V that is summed and reset (``partition_sums``); memory is O(N + V). The Dask
+engine's ``range_tables`` emits a shard's sorted count tables instead.
 
 For each table the kernels return three sums, from which all estimators are built:
 ``sum n ln n`` (plug-in), ``sum n G(n)`` (Grassberger 2003) and the number of occupied
 cells (Miller-Madow). Alongside, for each jackknife block ``g`` they return how much each
 sum changes when the pairs whose first position lies in ``g`` are deleted, so a
-delete-one-block jackknife costs one more sweep instead of G re-counts.
+delete-one-block jackknife costs one more pass instead of G re-counts.
 
 Partners: ``MODE_REAL`` is ``tok[p + r]``; ``MODE_ROTATE`` is
 ``tok[(p + r + shift + jitter) % N]``, a partner from far away in the corpus that keeps the
