@@ -117,6 +117,8 @@ class PairCounter:
         self.tokens = np.empty(n, dtype=rank.dtype)
         kernels.relabel(tok, rank, self.tokens)
         self.doc_ends = np.cumsum(stream.doc_lengths)
+        if not 2 <= n_blocks < 1 << 16:  # the partitioned kernel notes each pair's block in 16 bits
+            raise DepstatError(f"the jackknife needs 2 to 65,535 blocks, got {n_blocks}")
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
         self.shift = max(n // 2, 1)

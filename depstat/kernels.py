@@ -339,40 +339,77 @@ def _count_token(src, lo, hi, total, run, hit, touched, tables, jk, jackknife):
 
 
 @nb.njit(cache=True, inline="always")
+def _count_sorted(src, blk, a, b, total, run, hit, touched, tables, jk, jackknife):
+    """``_count_token`` for one token's partners ``src[a:b]`` kept in block order, ``blk`` giving each one's block.
+
+    Only the blocks the token occurs in are visited, so a rare token costs O(its pairs),
+    not O(blocks).
+    """
+    n_t = _count_cells(src, a, b, total, touched, 0)
+    if not jackknife:
+        return n_t
+    i = a
+    while i < b:
+        g = blk[i]
+        j = i + 1
+        while j < b and blk[j] == g:
+            j += 1
+        n_hit = _count_cells(src, i, j, run, hit, 0)
+        d0, d1, emptied = 0.0, 0.0, 0
+        for h in range(n_hit):
+            y = hit[h]
+            m = run[y]
+            run[y] = 0
+            t = total[y]
+            after0, after1 = _cell_sums(t - m, tables)
+            before0, before1 = _cell_sums(t, tables)
+            d0 += after0 - before0
+            d1 += after1 - before1
+            emptied += m == t
+        jk[g, 0] += d0
+        jk[g, 1] += d1
+        jk[g, 2] -= emptied
+        i = j
+    return n_t
+
+
+@nb.njit(cache=True, inline="always")
 def _partition_sums(
-    xloc, ys, region, fill_end, w, x0, q, first, tables, jackknife, total, run, touched,
-    hit, srt, starts, pos, sums, jk,
+    xloc, ys, region, fill_end, w, q, tables, jackknife, total, run, touched, hit, srt, blk, starts,
+    pos, sums, jk,
 ):
     """Add partition q's joint sums for every partner process to ``sums[s]``, its delete-one-block changes to ``jk[s]``.
 
-    The partition holds tokens x0 .. x0 + w - 1; the other arrays are the worker's scratch.
+    The partition holds w tokens; the other arrays are the worker's scratch. A partition of
+    one token is read in place, block by block; a wider one is first sorted by token with
+    a counting sort that keeps block order and notes each pair's block in ``blk``.
     """
     n_blocks = region.shape[1]
     n_slots = ys.shape[0]
-    if w > 1:  # counting sort by (token, block), block order kept; run (x, g) is at x * n_blocks + g
-        for g in range(n_blocks):
-            for x in range(w):
-                starts[x * n_blocks + g] = first[g, x0 + x]
-        at = 0
-        for k in range(w * n_blocks):
-            at, starts[k] = at + starts[k], at
-        pos[: w * n_blocks] = starts[: w * n_blocks]
+    if w > 1:
+        starts[: w + 1] = 0
         for g in range(n_blocks):
             for i in range(region[q, g], fill_end[q, g]):
-                k = xloc[i] * n_blocks + g
-                to = pos[k]
-                pos[k] = to + 1
+                starts[xloc[i] + 1] += 1
+        for x in range(w):
+            starts[x + 1] += starts[x]
+        pos[:w] = starts[:w]
+        for g in range(n_blocks):
+            for i in range(region[q, g], fill_end[q, g]):
+                x = xloc[i]
+                to = pos[x]
+                pos[x] = to + 1
+                blk[to] = g
                 for s in range(n_slots):
                     srt[s, to] = ys[s, i]
     for s in range(n_slots):
-        src = ys[s] if w == 1 else srt[s]
         s0, s1, cells = 0.0, 0.0, 0
         for x in range(w):
             if w == 1:
-                lo, hi = region[q], fill_end[q]
+                n_t = _count_token(ys[s], region[q], fill_end[q], total, run, hit, touched, tables, jk[s], jackknife)
             else:
-                lo, hi = starts[x * n_blocks : (x + 1) * n_blocks], pos[x * n_blocks : (x + 1) * n_blocks]
-            n_t = _count_token(src, lo, hi, total, run, hit, touched, tables, jk[s], jackknife)
+                n_t = _count_sorted(srt[s], blk, starts[x], starts[x + 1], total, run, hit, touched, tables,
+                                    jk[s], jackknife)
             for j in range(n_t):
                 y = touched[j]
                 v0, v1 = _cell_sums(total[y], tables)
@@ -393,10 +430,9 @@ def partition_sums(
     """Sums of the joint table of each partner process, and their change when each block is deleted.
 
     A partition of one token is read where ``emit_pairs`` left it (its pairs are already in
-    block order); a wider one is first sorted by first token and block with a counting sort
-    whose counts are ``first`` (per block and token), once for all partner processes.
-    Each token's partners are then counted in a dense array of length V (in cache) and
-    reset. Partitions are split over N_CHUNKS fixed chunks whose results are added in
+    block order); a wider one is first sorted by first token with a counting sort that
+    keeps block order, once for all partner processes. Each token's partners are then
+    counted in a dense array of length V (``first.shape[1]``) and reset. Partitions are split over N_CHUNKS fixed chunks whose results are added in
     order, so the sums do not depend on the thread count; each of ``n_workers`` workers
     takes every n_workers-th chunk with its own scratch arrays. Returns
     ``(joint[s], joint_jk[s])`` for each process s.
@@ -404,10 +440,8 @@ def partition_sums(
     n_parts, n_blocks = region.shape
     n_slots = ys.shape[0]
     vocab = first.shape[1]
-    part_start = np.zeros(n_parts + 1, dtype=np.int64)
     largest = 1
     for q in range(n_parts):
-        part_start[q + 1] = part_start[q] + widths[q]
         largest = max(largest, fill_end[q, n_blocks - 1] - region[q, 0])
     joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
     joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
@@ -417,15 +451,16 @@ def partition_sums(
         touched = np.empty(vocab, dtype=ys.dtype)  # lists of partner tokens, in their own dtype
         hit = np.empty(vocab, dtype=ys.dtype)
         srt = np.empty((n_slots, largest), dtype=ys.dtype)
-        starts = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)  # run (token, block) in srt
-        pos = np.empty((XLOC_MASK + 1) * n_blocks, dtype=np.int64)
+        blk = np.empty(largest, dtype=np.uint16)  # the block of each sorted pair
+        starts = np.empty(XLOC_MASK + 2, dtype=np.int64)  # token x's pairs are srt[:, starts[x]:starts[x + 1]]
+        pos = np.empty(XLOC_MASK + 2, dtype=np.int64)
         for c in range(worker, N_CHUNKS, n_workers):
             sums = np.zeros((n_slots, N_SUMS))  # the chunk's, away from other workers' cache lines
             jk = np.zeros((n_slots, n_blocks, N_SUMS))
             for q in range(c, n_parts, N_CHUNKS):
                 _partition_sums(
-                    xloc, ys, region, fill_end, widths[q], part_start[q], q, first, tables, jackknife,
-                    total, run, touched, hit, srt, starts, pos, sums, jk,
+                    xloc, ys, region, fill_end, widths[q], q, tables, jackknife, total, run, touched, hit,
+                    srt, blk, starts, pos, sums, jk,
                 )
             joint_c[c] = sums
             joint_jk_c[c] = jk
