@@ -18,8 +18,8 @@ PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid"
 # every parallel region costs more than the work it takes over. Work is tokens, and for
 # partition_sums tokens x partner processes counted in the call (`python
 # benchmarks/bench_phases.py --tokens 300000` / `1000000` compares each phase on one and
-# two threads, for the real pairs alone and with their null; around 1M tokens
-# partition_sums is near break-even, within about 25 % either way).
+# two threads, for the real pairs alone and with their null: at 1M tokens one thread is
+# faster for the real pairs alone, two for real pairs and null with the jackknife).
 PARALLEL_MIN_WORK = {"dense_pair_sums": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000}
 # Target positions per partition of the partitioned kernel. Fewer, larger partitions mean
 # fewer write streams in emit_pairs: on 10M tokens of BPE-8k, real pairs + rotation null,
