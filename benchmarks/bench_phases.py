@@ -86,7 +86,7 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
 
         def count(jackknife: bool) -> Callable[[], object]:
             return lambda: kernels.partition_sums(
-                xloc, ys, counter.region, fill_end, counter.widths, first, kernels.SUM_TABLES,
+                xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES,
                 jackknife, numba.get_num_threads(),
             )
 

@@ -64,9 +64,9 @@ def corpus_options() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0, help="seed of the i.i.d. null (shuffle estimator)")
     d = p.add_argument_group("distributed counting (Dask; pip install -e '.[dask]')")
     w = d.add_mutually_exclusive_group()
-    w.add_argument("--workers", type=int, default=None, metavar="N", help="count on an embedded Dask LocalCluster of N worker processes")
-    w.add_argument("--scheduler", default=None, metavar="ADDRESS", help="count on an existing Dask cluster (e.g. tcp://host:8786)")
-    d.add_argument("--shared-dir", default=None, metavar="DIR", help="where workers read the token stream (must be shared storage with --scheduler; default: temp dir)")
+    w.add_argument("--workers", type=int, default=None, metavar="N", help="tokenize and count on an embedded Dask LocalCluster of N worker processes")
+    w.add_argument("--scheduler", default=None, metavar="ADDRESS", help="tokenize and count on an existing Dask cluster (e.g. tcp://host:8786)")
+    d.add_argument("--shared-dir", default=None, metavar="DIR", help="where workers write and read the token stream (must be shared storage with --scheduler; default: temp dir)")
     return p
 
 

@@ -211,7 +211,7 @@ class PairCounter:
             )
         with threads_for(n * len(partners), "partition_sums"):
             joint, joint_jk = kernels.partition_sums(
-                xloc, ys, self.region, fill_end, self.widths, first, table, jackknife,
+                xloc, ys, self.region, fill_end, self.widths, self.vocab, table, jackknife,
                 numba.get_num_threads(),
             )
         first_sums, first_jk = kernels.row_sums(first, table, jackknife)

@@ -304,6 +304,30 @@ def _count_cells(src, a, b, counts, listed, n_listed):
 
 
 @nb.njit(cache=True, inline="always")
+def _block_deltas(src, a, b, g, total, run, hit, tables, jk):
+    """Add to ``jk[g]`` the change of the joint sums when block g's pairs ``src[a:b]`` are deleted.
+
+    ``total`` holds the token's cell totals over all blocks; ``run`` (all zero) counts
+    the block's cells and is left zero again.
+    """
+    n_hit = _count_cells(src, a, b, run, hit, 0)
+    d0, d1, emptied = 0.0, 0.0, 0
+    for h in range(n_hit):
+        y = hit[h]
+        m = run[y]
+        run[y] = 0
+        t = total[y]
+        after0, after1 = _cell_sums(t - m, tables)
+        before0, before1 = _cell_sums(t, tables)
+        d0 += after0 - before0
+        d1 += after1 - before1
+        emptied += m == t
+    jk[g, 0] += d0
+    jk[g, 1] += d1
+    jk[g, 2] -= emptied
+
+
+@nb.njit(cache=True, inline="always")
 def _count_token(src, lo, hi, total, run, hit, touched, tables, jk, jackknife):
     """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``total``.
 
@@ -320,21 +344,7 @@ def _count_token(src, lo, hi, total, run, hit, touched, tables, jk, jackknife):
     for g in range(lo.shape[0]):
         if lo[g] == hi[g]:
             continue
-        n_hit = _count_cells(src, lo[g], hi[g], run, hit, 0)
-        d0, d1, emptied = 0.0, 0.0, 0
-        for j in range(n_hit):
-            y = hit[j]
-            m = run[y]
-            run[y] = 0
-            t = total[y]
-            after0, after1 = _cell_sums(t - m, tables)
-            before0, before1 = _cell_sums(t, tables)
-            d0 += after0 - before0
-            d1 += after1 - before1
-            emptied += m == t
-        jk[g, 0] += d0
-        jk[g, 1] += d1
-        jk[g, 2] -= emptied
+        _block_deltas(src, lo[g], hi[g], g, total, run, hit, tables, jk)
     return n_t
 
 
@@ -354,21 +364,7 @@ def _count_sorted(src, blk, a, b, total, run, hit, touched, tables, jk, jackknif
         j = i + 1
         while j < b and blk[j] == g:
             j += 1
-        n_hit = _count_cells(src, i, j, run, hit, 0)
-        d0, d1, emptied = 0.0, 0.0, 0
-        for h in range(n_hit):
-            y = hit[h]
-            m = run[y]
-            run[y] = 0
-            t = total[y]
-            after0, after1 = _cell_sums(t - m, tables)
-            before0, before1 = _cell_sums(t, tables)
-            d0 += after0 - before0
-            d1 += after1 - before1
-            emptied += m == t
-        jk[g, 0] += d0
-        jk[g, 1] += d1
-        jk[g, 2] -= emptied
+        _block_deltas(src, i, j, g, total, run, hit, tables, jk)
         i = j
     return n_t
 
@@ -425,21 +421,20 @@ def _partition_sums(
 @nb.njit(cache=True, parallel=True)
 def partition_sums(
     xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray,
-    first: np.ndarray, tables: np.ndarray, jackknife: bool, n_workers: int,
+    vocab: int, tables: np.ndarray, jackknife: bool, n_workers: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Sums of the joint table of each partner process, and their change when each block is deleted.
 
     A partition of one token is read where ``emit_pairs`` left it (its pairs are already in
     block order); a wider one is first sorted by first token with a counting sort that
     keeps block order, once for all partner processes. Each token's partners are then
-    counted in a dense array of length V (``first.shape[1]``) and reset. Partitions are split over N_CHUNKS fixed chunks whose results are added in
+    counted in a dense array of length ``vocab`` and reset. Partitions are split over N_CHUNKS fixed chunks whose results are added in
     order, so the sums do not depend on the thread count; each of ``n_workers`` workers
     takes every n_workers-th chunk with its own scratch arrays. Returns
     ``(joint[s], joint_jk[s])`` for each process s.
     """
     n_parts, n_blocks = region.shape
     n_slots = ys.shape[0]
-    vocab = first.shape[1]
     largest = 1
     for q in range(n_parts):
         largest = max(largest, fill_end[q, n_blocks - 1] - region[q, 0])

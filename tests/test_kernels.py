@@ -170,7 +170,7 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
         modes, seeds, counter.shift, xloc, ys, fill_end, first, second,
     )
     joint, joint_jk = kernels.partition_sums(
-        xloc, ys, counter.region, fill_end, counter.widths, first, kernels.SUM_TABLES, True, workers,
+        xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES, True, workers,
     )
     for s, p in enumerate(partners):
         npt.assert_array_equal(joint[s], many[p, r].joint)  # the worker split changes nothing
