@@ -6,12 +6,15 @@ BPE-32k at ``--tokens``), for one offset at a time (``--offsets``, real pairs):
 - why the partitioned kernel exists: a bare read of every partner ``tokens[p + r]`` with
   positions in first-token order (what the previous grouped kernel did) against the same
   reads in position order;
-- the partitioned kernel's phases (BPE streams), for the real pairs alone and for the real
-  pairs with their rotation null in one pass (the default estimator's work at an offset):
-  ``emit_pairs`` (pairs into first-token partitions, both marginals per block),
-  ``partition_sums`` with and without the jackknife deltas, and ``row_sums`` of one marginal;
-- the dense kernel (bytes): one slot against the real pairs and their rotation null
-  counted together, with and without the jackknife.
+- the partitioned kernel's phases (BPE streams) for the real pairs: ``emit_pairs`` (pairs
+  into first-token partitions, both marginals per block), ``partition_sums`` with and
+  without the jackknife deltas, and ``row_sums`` of one marginal;
+- the dense kernel (bytes) for the real pairs, with and without the jackknife;
+- the rotation null (the default estimator's second table), counted once for the speed
+  benchmark's 29 offsets: ``emit_pairs`` with each pair's life, ``null_sweep_sums`` with and
+  without the jackknife, and the marginals' updates (``drop_positions`` + ``row_sums``),
+  each per pair-update of the whole profile (its time over the pairs of all 29 offsets),
+  so the rows add to the real pairs' rows.
 
 Times are the best of ``--repeats`` calls, divided by the pairs at that offset.
 Run: ``python benchmarks/bench_phases.py [--tokens N] [--offsets R,S] [--repeats K]
@@ -27,10 +30,10 @@ from collections.abc import Callable
 import numba
 import numpy as np
 
-from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents
+from bench_speed import FORTUNES_DIR, GCIDE, N_OFFSETS, build_streams, english_documents, offset_grid
 from benchlib import format_table, machine_line
 from depstat import kernels
-from depstat.counting import PART_TOKENS, PARTNER_MODES, PairCounter, slot_arrays
+from depstat.counting import PART_TOKENS, PairCounter, slot_arrays
 from depstat.stream import TokenStream
 
 
@@ -70,62 +73,104 @@ def gather_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]
 
 
 def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]:
-    """ns per pair of each phase of the partitioned kernel at offset r, for the real pairs alone and with their null."""
-    rows = []
-    for partners in (("real",), ("real", "rotate")):
-        counter._kept = None
-        xloc, ys, fill_end, first, second = counter._buffers(len(partners))
-        modes = np.array([PARTNER_MODES[p] for p in partners])
-        seeds = np.zeros(len(partners), dtype=np.int64)
+    """ns per pair of each phase of the partitioned kernel at offset r, real pairs."""
+    counter._kept = None
+    xloc, ys, fill_end, first, second = counter._buffers(1)
+    modes, seeds, none = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty(0, np.uint8)
 
-        def emit() -> None:
-            kernels.emit_pairs(
-                counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
-                r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second,
-            )
+    def emit() -> None:
+        kernels.emit_pairs(
+            counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
+            r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none,
+        )
 
-        def count(jackknife: bool) -> Callable[[], object]:
-            return lambda: kernels.partition_sums(
-                xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES,
-                jackknife, numba.get_num_threads(),
-            )
+    def count(jackknife: bool) -> Callable[[], object]:
+        return lambda: kernels.partition_sums(
+            xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES,
+            jackknife, numba.get_num_threads(),
+        )
 
-        emit()
-        n = int(first.sum())
-        label = " + ".join(partners)
-        phases = [
-            (f"emit_pairs, {label}", emit),
-            (f"partition_sums, {label}, jackknife", count(True)),
-            (f"partition_sums, {label}", count(False)),
-        ]
-        if len(partners) == 1:
-            phases.append(("row_sums of one marginal", lambda: kernels.row_sums(first, kernels.SUM_TABLES, True)))
-        rows += [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
-    return rows
+    emit()
+    n = int(first.sum())
+    phases = [
+        ("emit_pairs, real", emit),
+        ("partition_sums, real, jackknife", count(True)),
+        ("partition_sums, real", count(False)),
+        ("row_sums of one marginal", lambda: kernels.row_sums(first, kernels.SUM_TABLES, True)),
+    ]
+    return [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
 
 
 def dense_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]:
-    """ns per pair of the dense kernel: the real pairs alone, and real + rotation null together."""
-    rows = []
-    for partners in (("real",), ("real", "rotate")):
-        _, slot_r, slot_mode, slot_seed = slot_arrays([r], partners, 0)
-        counts = np.empty((counter.n_blocks, len(partners), counter.vocab, counter.vocab), dtype=np.int32)
-        for jackknife in (False, True):
-            def call() -> object:
-                return kernels.dense_pair_sums(
-                    counter.tokens, counter.doc_ends, counter.block_starts, slot_r, slot_mode,
-                    slot_seed, counter.shift, kernels.SUM_TABLES, jackknife, counts,
-                )
+    """ns per pair of the dense kernel's two phases, real pairs."""
+    _, slot_r, slot_mode, slot_seed = slot_arrays([r], ("real",), 0)
+    counts = np.empty((counter.n_blocks, 1, counter.vocab, counter.vocab), dtype=np.int32)
 
-            n = int(call()[-1][0].sum())
-            label = f"dense_pair_sums, {' + '.join(partners)}{', jackknife' if jackknife else ''}"
-            rows.append([label, "", best_seconds(call, repeats) * 1e9 / n])
-    return rows
+    def count() -> None:
+        kernels.dense_counts(counter.tokens, counter.doc_ends, counter.block_starts, slot_r, slot_mode,
+                             slot_seed, counter.shift, counts)
+
+    count()
+    n = int(counts.sum())
+    phases = [("dense_counts, real", count)] + [
+        (f"dense_table_sums{', jackknife' if jk else ''}",
+         lambda jk=jk: kernels.dense_table_sums(counts, kernels.SUM_TABLES, jk))
+        for jk in (False, True)
+    ]
+    return [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
+
+
+def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[list[object]]:
+    """ns per pair-update of the whole profile for the rotation null over ``offsets``: in all, and
+    (partitioned kernel) each phase of its sweep."""
+    pairs = sum(counter.stream.pairs_at(r)[0] for r in offsets)
+    whole = [["null: all offsets, with the jackknife", "",
+              best_seconds(lambda: counter._rotation_nulls(offsets, True), repeats) * 1e9 / pairs]]
+    if counter.dense:
+        return whole
+    n, table = counter.tokens.shape[0], kernels.SUM_TABLES
+    life_of = np.searchsorted(np.asarray(offsets), np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
+    xloc, life = np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.uint8)
+    ys = np.empty((1, n), dtype=counter.tokens.dtype)
+    fill_end = np.empty_like(counter.region)
+    first = np.empty((counter.n_blocks, counter.vocab), dtype=np.int32)
+    second = np.empty((1, counter.n_blocks, counter.vocab), dtype=np.int32)
+    modes, seeds = np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64)
+
+    def emit() -> None:
+        kernels.emit_pairs(
+            counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, offsets[0],
+            modes, seeds, counter.shift, xloc, ys, fill_end, first, second, life_of, life,
+        )
+
+    def sweep(jackknife: bool) -> Callable[[], object]:
+        return lambda: kernels.null_sweep_sums(
+            xloc, ys, life, counter.region, fill_end, counter.widths, counter.vocab, len(offsets), table,
+            jackknife, numba.get_num_threads(),
+        )
+
+    def marginals() -> None:
+        f, g = first.copy(), second[0].copy()
+        for j in range(1, len(offsets)):
+            kernels.drop_positions(counter.tokens, counter.doc_ends, counter.block_starts, offsets[j - 1],
+                                   offsets[j], counter.shift, f, g, np.empty((0, 0, 0), dtype=np.int32))
+            kernels.row_sums(f, table, True)
+            kernels.row_sums(g, table, True)
+
+    emit()
+    phases = [
+        ("null: emit_pairs with life, once", emit),
+        ("null: null_sweep_sums, jackknife, once", sweep(True)),
+        ("null: null_sweep_sums, once", sweep(False)),
+        ("null: marginals at every offset", marginals),
+    ]
+    return whole + [[name, "", best_seconds(call, repeats) * 1e9 / pairs] for name, call in phases]
 
 
 def phase_table(stream: TokenStream, offsets: list[int], repeats: int, part_tokens: list[int]) -> str:
     """One table per stream: phase, offset, partition size, ns per pair on 1 thread and on all threads."""
     threads = numba.get_num_threads()
+    profile_offsets = offset_grid(2048, N_OFFSETS).tolist()
     rows = []
     for size in part_tokens:
         counter = PairCounter(stream, part_tokens=size)
@@ -140,11 +185,14 @@ def phase_table(stream: TokenStream, offsets: list[int], repeats: int, part_toke
                     else:
                         gathers = gather_rows(counter, r, repeats) if size == part_tokens[0] else []
                         part = gathers + partitioned_rows(counter, r, repeats)
+                    if r == offsets[-1]:
+                        part += null_rows(counter, profile_offsets, repeats)
                 finally:
                     numba.set_num_threads(threads)
                 for row in part:
-                    label = "-" if counter.dense else f"{size} ({len(counter.widths)})"
-                    rows.append([row[0], r, label, n_threads, f"{float(row[2]):.2f}"])
+                    label = "-" if counter.dense and not row[0].startswith("null") else f"{size} ({len(counter.widths)})"
+                    at = f"1..{profile_offsets[-1]}" if row[0].startswith("null") else r
+                    rows.append([row[0], at, label, n_threads, f"{float(row[2]):.2f}"])
     return format_table(["phase", "offset", "part_tokens (partitions)", "threads", "ns per pair"], rows)
 
 

@@ -20,7 +20,10 @@ PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid"
 # benchmarks/bench_phases.py --tokens 300000` / `1000000` compares each phase on one and
 # two threads, for the real pairs alone and with their null: at 1M tokens one thread is
 # faster for the real pairs alone, two for real pairs and null with the jackknife).
-PARALLEL_MIN_WORK = {"dense_pair_sums": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000}
+PARALLEL_MIN_WORK = {
+    "dense_counts": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000,
+    "null_sweep_sums": 1_000_000,
+}
 # Target positions per partition of the partitioned kernel. Fewer, larger partitions mean
 # fewer write streams in emit_pairs: on 10M tokens of BPE-8k, real pairs + rotation null,
 # emit_pairs took 2.7 ns per pair with 2^17 against 4.5 with 2^15, partition_sums 6.4-8.0
@@ -31,6 +34,8 @@ MAX_PARTS = 1024  # partitions are made larger on long streams to keep the write
 DENSE_MAX_VOCAB = 256
 # Dense tables of one batch of offsets (4 bytes a cell), sized to stay in a core's L2 cache.
 DENSE_BATCH_BYTES = 1 << 18
+# Offsets per sweep of the rotation null: a pair's life (offsets it lasts) is kept in a byte.
+MAX_SWEEP = 255
 
 
 @contextmanager
@@ -88,12 +93,15 @@ class PairCounter:
     Token ids are replaced by their frequency rank among the tokens present (entropies and
     MI do not depend on the labels), so tables have A x A cells for the A tokens used and
     the most frequent ones share cache lines. With A at most ``DENSE_MAX_VOCAB`` (bytes)
-    pairs are counted into whole A x A tables in position order (``kernels.dense_pair_sums``);
+    pairs are counted into whole A x A tables in position order (``kernels.dense_counts``);
     otherwise they are partitioned by first token (``kernels.emit_pairs``) and counted
     partition by partition (``kernels.partition_sums``), an offset's partner processes in
     one pass. ``dense`` forces either; ``part_tokens`` sets the partition size. The
-    kernels' buffers are kept between calls (about 5 bytes per token for the partitioned
-    kernel with a null, the block tables for the dense one).
+    rotation null, whose partners do not depend on the offset, is counted once for all the
+    offsets asked for, then follows the pairs each larger offset drops at document ends
+    (dense tables, or ``kernels.null_sweep_sums`` on partitions). The kernels' buffers are
+    kept between calls (about 3 bytes per token for the partitioned kernel and one partner
+    process, the block tables for the dense one).
     """
 
     def __init__(
@@ -144,13 +152,28 @@ class PairCounter:
     ) -> dict[tuple[str, int], TableSums]:
         """Table sums for every (partner, offset)."""
         out = {}
-        if self.dense:
-            for batch in self.batches(offsets, len(partners)):
-                out.update(self._dense_sweep(batch, partners, jackknife))
-            return out
-        for r in sorted({int(r) for r in offsets}):
-            out.update(self._partitioned_sweep(r, partners, jackknife))
+        for _, sums in self.sweep(offsets, partners, jackknife):
+            out.update(sums)
         return out
+
+    def sweep(
+        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
+    ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
+        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``.
+
+        The rotation null of every offset is counted before the first batch, in one sweep.
+        """
+        offsets = sorted({int(r) for r in offsets})
+        each = [p for p in partners if p != "rotate"]  # counted offset by offset
+        nulls = self._rotation_nulls(offsets, jackknife) if "rotate" in partners else {}
+        for batch in self.batches(offsets, len(each)):
+            out = {("rotate", r): nulls[r] for r in batch if r in nulls}
+            if each and self.dense:
+                out.update(self._dense_batch(batch, each, jackknife))
+            elif each:
+                for r in batch:
+                    out.update(self._partitioned_offset(r, each, jackknife))
+            yield batch, out
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
         """The offsets, ascending, cut into batches counted together (dense tables that fit in cache).
@@ -165,21 +188,26 @@ class PairCounter:
         size = max(1, DENSE_BATCH_BYTES // (cells * max(n_partners, 1)))
         return [offsets[i : i + size] for i in range(0, len(offsets), size)]
 
-    def _dense_sweep(
+    def _dense_batch(
         self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
     ) -> dict[tuple[str, int], TableSums]:
         """Count every slot (offset, partner) of a batch in whole A x A tables."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
-        cells = self.n_blocks * len(slots) * self.vocab * self.vocab
-        if self._kept is None or self._kept[0].size < cells:  # fresh pages cost a fault and a zero-fill
+        counts = self._dense_tables(len(slots))
+        with threads_for(self.stream.n_tokens, "dense_counts"):
+            kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
+                                 self.shift, counts)
+            return _by_slot(slots, *kernels.dense_table_sums(counts, kernels.SUM_TABLES, jackknife))
+
+    def _dense_tables(self, n_slots: int) -> np.ndarray:
+        """Block tables (blocks x slots x A x A int32) for the dense kernel, kept for the next batch.
+
+        Fresh pages cost a fault and a zero-fill each, so every batch reuses them.
+        """
+        cells = self.n_blocks * n_slots * self.vocab * self.vocab
+        if self._kept is None or self._kept[0].size < cells:
             self._kept = (np.empty(cells, dtype=np.int32),)
-        counts = self._kept[0][:cells].reshape(self.n_blocks, len(slots), self.vocab, self.vocab)
-        with threads_for(self.stream.n_tokens, "dense_pair_sums"):
-            sums = kernels.dense_pair_sums(
-                self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
-                self.shift, kernels.SUM_TABLES, jackknife, counts,
-            )
-        return _by_slot(slots, *sums)
+        return self._kept[0][:cells].reshape(self.n_blocks, n_slots, self.vocab, self.vocab)
 
     def _buffers(self, n_partners: int) -> tuple[np.ndarray, ...]:
         """The partitioned kernel's buffers (xloc, ys, fill_end, first, second), kept for the next offset.
@@ -195,11 +223,12 @@ class PairCounter:
             )
         return self._kept
 
-    def _partitioned_sweep(
+    def _partitioned_offset(
         self, r: int, partners: Sequence[str], jackknife: bool
     ) -> dict[tuple[str, int], TableSums]:
         """Count offset r for every partner process in one partitioned pass."""
         xloc, ys, fill_end, first, second = self._buffers(len(partners))
+        none = np.empty(0, dtype=np.uint8)
         table = kernels.SUM_TABLES
         n = self.stream.n_tokens
         modes = np.array([PARTNER_MODES[p] for p in partners], dtype=np.int64)
@@ -207,7 +236,7 @@ class PairCounter:
         with threads_for(n, "emit_pairs"):
             kernels.emit_pairs(
                 self.tokens, self.code, self.doc_ends, self.block_starts, self.region, r, modes, seeds,
-                self.shift, xloc, ys, fill_end, first, second,
+                self.shift, xloc, ys, fill_end, first, second, none, none,
             )
         with threads_for(n * len(partners), "partition_sums"):
             joint, joint_jk = kernels.partition_sums(
@@ -222,6 +251,81 @@ class PairCounter:
             out[p, r] = TableSums(
                 int(block_pairs.sum()), joint[s], first_sums, second_sums, joint_jk[s], first_jk,
                 second_jk, block_pairs,
+            )
+        return out
+
+    def _rotation_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
+        """The rotation null's sums at every offset (ascending), counted once and then followed
+        through the pairs each larger offset drops (``_dense_nulls`` or ``_null_sweep``)."""
+        if self.dense:
+            return self._dense_nulls(offsets, jackknife)
+        out = {}
+        for i in range(0, len(offsets), MAX_SWEEP):
+            out.update(self._null_sweep(offsets[i : i + MAX_SWEEP], jackknife))
+        return out
+
+    def _dense_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
+        """The rotation null in dense block tables: counted at the first offset, then each
+        later offset's dropped pairs taken out and the sums taken again from the tables."""
+        counts = self._dense_tables(1)
+        mode = np.array([kernels.MODE_ROTATE], dtype=np.int64)
+        none = np.empty((0, 0), dtype=np.int32)
+        out = {}
+        with threads_for(self.stream.n_tokens, "dense_counts"):
+            for j, r in enumerate(offsets):
+                if j == 0:
+                    kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, np.array([r]), mode,
+                                         np.zeros(1, dtype=np.int64), self.shift, counts)
+                else:
+                    kernels.drop_positions(self.tokens, self.doc_ends, self.block_starts, offsets[j - 1], r,
+                                           self.shift, none, none, counts[:, 0])
+                out.update(_by_slot([(r, mode[0], "rotate")], *kernels.dense_table_sums(
+                    counts, kernels.SUM_TABLES, jackknife)))
+        return {r: out["rotate", r] for r in offsets}
+
+    def _null_sweep(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
+        """``_rotation_nulls`` on partitions, for at most MAX_SWEEP ascending offsets.
+
+        ``emit_pairs`` writes the null pairs of the first offset with each pair's life (how
+        many of the offsets keep its position); ``null_sweep_sums`` counts them and follows
+        the pairs dropped at document ends through the later offsets; the marginals follow
+        the same positions (``drop_positions``).
+        """
+        n = self.tokens.shape[0]
+        table = kernels.SUM_TABLES
+        # life of a position d tokens before its document's end: the offsets r < d
+        life_of = np.searchsorted(np.asarray(offsets), np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
+        xloc, life = np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.uint8)
+        ys = np.empty((1, n), dtype=self.tokens.dtype)
+        fill_end = np.empty_like(self.region)
+        first = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
+        second = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
+        modes = np.array([kernels.MODE_ROTATE], dtype=np.int64)
+        with threads_for(n, "emit_pairs"):
+            kernels.emit_pairs(
+                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, offsets[0], modes,
+                np.zeros(1, dtype=np.int64), self.shift, xloc, ys, fill_end, first, second, life_of, life,
+            )
+        with threads_for(n, "null_sweep_sums"):
+            joint, joint_jk = kernels.null_sweep_sums(
+                xloc, ys, life, self.region, fill_end, self.widths, self.vocab, len(offsets), table,
+                jackknife, numba.get_num_threads(),
+            )
+        del xloc, ys, life
+        second = second[0]
+        out = {}
+        for j, r in enumerate(offsets):
+            if j:  # the marginals follow the dropped positions
+                kernels.drop_positions(
+                    self.tokens, self.doc_ends, self.block_starts, offsets[j - 1], r, self.shift, first, second,
+                    np.empty((0, 0, 0), dtype=np.int32),
+                )
+            first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+            second_sums, second_jk = kernels.row_sums(second, table, jackknife)
+            block_pairs = first.sum(axis=1, dtype=np.int64)
+            out[r] = TableSums(
+                int(block_pairs.sum()), joint[j], first_sums, second_sums, joint_jk[j], first_jk, second_jk,
+                block_pairs,
             )
         return out
 

@@ -262,6 +262,13 @@ class DaskCounter:
         offsets = sorted({int(r) for r in offsets})
         return [offsets[i : i + OFFSETS_PER_BATCH] for i in range(0, len(offsets), OFFSETS_PER_BATCH)]
 
+    def sweep(
+        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
+    ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
+        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``."""
+        for batch in self.batches(offsets, len(partners)):
+            yield batch, self.sums_at(batch, partners, jackknife)
+
     def sums_at(
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
     ) -> dict[tuple[str, int], TableSums]:

@@ -3,7 +3,7 @@
 The corpus is one concatenated token array ``tok`` with per-position metadata. For an
 offset ``r`` the pairs are ``(tok[p], partner(p))`` for every position ``p`` whose
 document still has ``r`` tokens after it. Small vocabularies are counted into whole
-V x V tables per jackknife block (``dense_pair_sums``). Larger ones never build the joint
+V x V tables per jackknife block (``dense_counts``, ``dense_table_sums``). Larger ones never build the joint
 table: the pairs are written, in position order, into partitions of first tokens
 (``emit_pairs``), and each partition's tokens have their partners counted in a dense array
 of length V that is summed and reset (``partition_sums``); memory is O(N + V). The Dask
@@ -16,8 +16,11 @@ sum changes when the pairs whose first position lies in ``g`` are deleted, so a
 delete-one-block jackknife costs one more pass instead of G re-counts.
 
 Partners: ``MODE_REAL`` is ``tok[p + r]``; ``MODE_ROTATE`` is
-``tok[(p + r + shift + jitter) % N]``, a partner from far away in the corpus that keeps the
-partner stream's own autocorrelation (the null used for bias correction). The jitter, a
+``tok[(p + shift + jitter) % N]``, a partner from far away in the corpus that keeps the
+partner stream's own autocorrelation (the null used for bias correction). It is the same
+at every offset, so an offset's null table is the previous offset's less the pairs of the
+positions that offset drops at document ends: ``null_sweep_sums`` counts it once and
+follows those deletions through every offset of a profile. The jitter, a
 random 0..4095 redrawn every 4096 positions, keeps documents of equal length and a fixed
 layout from lining up with their partners at the same position (which would give the null
 real information and over-correct); ``MODE_IID`` draws the partner
@@ -85,19 +88,18 @@ def _mix(key: int, seed: int) -> np.uint64:
 
 @nb.njit(cache=True, inline="always")
 def _rotation_base(p: int, shift: int, n: int) -> int:
-    """Where the rotation null's partner of position p lies at offset 0: (p + shift + jitter) mod n."""
+    """Where the rotation null's partner of position p lies, at every offset: (p + shift + jitter) mod n."""
     jitter = np.int64(_mix(p >> ROTATE_RUN_BITS, ROTATE_SEED) % np.uint64(1 << ROTATE_RUN_BITS))
     return (p + shift + jitter) % n
 
 
 @nb.njit(cache=True, inline="always")
 def _partner(p: int, base: int, r: int, mode: int, n: int, seed: int) -> int:
-    """Partner position of p at offset r; ``base`` is ``_rotation_base(p)`` (r < n, so one wrap)."""
+    """Partner position of p at offset r; ``base`` is ``_rotation_base(p)``."""
     if mode == MODE_REAL:
         return p + r
     if mode == MODE_ROTATE:
-        q = base + r
-        return q - n if q >= n else q
+        return base
     return np.int64(_mix(p, seed) % np.uint64(n))
 
 
@@ -196,8 +198,7 @@ def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n:
     if mode == MODE_REAL:
         return last, r
     if mode == MODE_ROTATE:
-        v = _rotation_base(q, shift, n) + r
-        v = v - n if v >= n else v
+        v = _rotation_base(q, shift, n)
         stop = min(last, (q | ((1 << ROTATE_RUN_BITS) - 1)) + 1, q + n - v)
         return stop, v - q
     return q + 1, _partner(q, 0, r, mode, n, seed) - q
@@ -207,8 +208,13 @@ EMIT_RUN = 4096  # positions per run of emit_pairs: where the first process's pa
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, second_row):
-    """The first process's pairs of positions q .. stop - 1; with ``keep``, ``where[i - q]`` keeps each pair's place."""
+def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, second_row, life, life_of, dend):
+    """The first process's pairs of positions q .. stop - 1; with ``keep``, ``where[i - q]`` keeps each pair's place.
+
+    With a ``life`` buffer, each pair also gets ``life_of[d]`` for its position's distance d
+    to the document end ``dend`` (capped at the table's end).
+    """
+    cap = life_of.shape[0] - 1
     for i in range(q, stop):
         x = tok[i]
         c = code[x]
@@ -217,6 +223,8 @@ def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, 
         fill[k] = at + 1
         if keep:
             where[i - q] = at
+        if cap >= 0:
+            life[at] = life_of[min(dend - i, cap)]
         xloc[at] = c & XLOC_MASK
         first_row[x] += 1
         y = tok[i + off]
@@ -238,6 +246,7 @@ def emit_pairs(
     tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
     region: np.ndarray, r: int, modes: np.ndarray, seeds: np.ndarray, shift: int,
     xloc: np.ndarray, ys: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
+    life_of: np.ndarray, life: np.ndarray,
 ) -> None:
     """Write the pairs at offset r of every partner process, read in position order, into their partitions.
 
@@ -246,7 +255,9 @@ def emit_pairs(
     first token) and of ``ys[s]`` (its partner under process ``modes[s]``). Reads are
     sequential and the writes go to one stream per partition, so little waits on memory.
     ``first[g]`` and ``second[s, g]`` count block g's first and partner tokens (the
-    marginals). Blocks run in parallel, each into its own regions.
+    marginals). Blocks run in parallel, each into its own regions. Unless ``life_of`` is
+    empty, ``life`` gets each pair's ``life_of[distance to its document's end]`` (see
+    ``null_sweep_sums``).
     """
     n = tok.shape[0]
     n_blocks = block_starts.shape[0] - 1
@@ -271,10 +282,12 @@ def emit_pairs(
                     run_stop, off[s] = _partner_run(q, last, r, modes[s], seeds[s], shift, n)
                     stop = min(stop, run_stop)
                 if n_slots == 1:  # no other process reads the places back
-                    _emit_lead(tok, code, q, stop, off[0], fill, where, False, xloc, first_row, ys[0], second[0, g])
+                    _emit_lead(tok, code, q, stop, off[0], fill, where, False, xloc, first_row, ys[0], second[0, g],
+                               life, life_of, doc_ends[d])
                     q = stop
                     continue
-                _emit_lead(tok, code, q, stop, off[0], fill, where, True, xloc, first_row, ys[0], second[0, g])
+                _emit_lead(tok, code, q, stop, off[0], fill, where, True, xloc, first_row, ys[0], second[0, g],
+                           life, life_of, doc_ends[d])
                 for s in range(1, n_slots):
                     _emit_follow(tok, q, stop, off[s], where, ys[s], second[s, g])
                 q = stop
@@ -370,6 +383,34 @@ def _count_sorted(src, blk, a, b, total, run, hit, touched, tables, jk, jackknif
 
 
 @nb.njit(cache=True, inline="always")
+def _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos):
+    """Counting sort of partition q's pairs by first token (w tokens), keeping block order.
+
+    Token x's pairs go to ``srt[s, starts[x]:starts[x + 1]]`` for each process s, each
+    pair's block to ``blk`` and, when ``life`` is not empty, its life to ``lsrt``.
+    """
+    n_blocks = region.shape[1]
+    n_slots = ys.shape[0]
+    starts[: w + 1] = 0
+    for g in range(n_blocks):
+        for i in range(region[q, g], fill_end[q, g]):
+            starts[xloc[i] + 1] += 1
+    for x in range(w):
+        starts[x + 1] += starts[x]
+    pos[:w] = starts[:w]
+    for g in range(n_blocks):
+        for i in range(region[q, g], fill_end[q, g]):
+            x = xloc[i]
+            to = pos[x]
+            pos[x] = to + 1
+            blk[to] = g
+            for s in range(n_slots):
+                srt[s, to] = ys[s, i]
+            if life.shape[0] > 0:
+                lsrt[to] = life[i]
+
+
+@nb.njit(cache=True)
 def _partition_sums(
     xloc, ys, region, fill_end, w, q, tables, jackknife, total, run, touched, hit, srt, blk, starts,
     pos, sums, jk,
@@ -380,24 +421,9 @@ def _partition_sums(
     one token is read in place, block by block; a wider one is first sorted by token with
     a counting sort that keeps block order and notes each pair's block in ``blk``.
     """
-    n_blocks = region.shape[1]
     n_slots = ys.shape[0]
     if w > 1:
-        starts[: w + 1] = 0
-        for g in range(n_blocks):
-            for i in range(region[q, g], fill_end[q, g]):
-                starts[xloc[i] + 1] += 1
-        for x in range(w):
-            starts[x + 1] += starts[x]
-        pos[:w] = starts[:w]
-        for g in range(n_blocks):
-            for i in range(region[q, g], fill_end[q, g]):
-                x = xloc[i]
-                to = pos[x]
-                pos[x] = to + 1
-                blk[to] = g
-                for s in range(n_slots):
-                    srt[s, to] = ys[s, i]
+        _sort_partition(xloc, ys, ys[0, :0], region, fill_end, q, w, srt, srt[0, :0], blk, starts, pos)
     for s in range(n_slots):
         s0, s1, cells = 0.0, 0.0, 0
         for x in range(w):
@@ -467,6 +493,173 @@ def partition_sums(
     return joint, joint_jk
 
 
+@nb.njit(cache=True, inline="always")
+def _death_change(jk, t, c, same, tables):
+    """Add to ``jk`` the change of a cell's delete-block delta f(t - c) - f(t) when the cell
+    loses one pair (t -> t - 1), from this block (``same``, c -> c - 1) or another."""
+    if same:  # f(t - c) is unchanged; f(t) becomes f(t - 1)
+        _add_sums(jk, t, tables, 1.0)
+        _add_sums(jk, t - 1, tables, -1.0)
+        return
+    _add_sums(jk, t - 1 - c, tables, 1.0)
+    _add_sums(jk, t - 1, tables, -1.0)
+    _add_sums(jk, t - c, tables, -1.0)
+    _add_sums(jk, t, tables, 1.0)
+
+
+@nb.njit(cache=True)
+def _sweep_token(src, blk, life, a, b, n_life, total, run, hit, touched, slot, cells, dying, bins, cb,
+                 tables, diff, jk_diff, jackknife):
+    """One first token's null pairs ``src[a:b]`` (block order): its joint sums at the first
+    offset into ``diff[0]``/``jk_diff[0]``, then each pair's deletion at offset index
+    ``life`` into ``diff[life]``/``jk_diff[life]``. Returns ``cb``, grown if it had to be."""
+    n_blocks = jk_diff.shape[1]
+    n_t = _count_sorted(src, blk, a, b, total, run, hit, touched, tables, jk_diff[0], jackknife)
+    for j in range(n_t):
+        _add_sums(diff[0], total[touched[j]], tables, 1.0)
+    n_d, n_c = 0, 0
+    for i in range(a, b):
+        if life[i] < n_life:  # dropped before the last offset
+            dying[n_d] = i
+            n_d += 1
+            y = src[i]
+            if slot[y] < 0:
+                slot[y] = n_c
+                cells[n_c] = y
+                n_c += 1
+    if n_d > 0:
+        if jackknife:  # the dying cells' pairs per block
+            if n_c * n_blocks > cb.shape[0]:
+                cb = np.empty(2 * n_c * n_blocks, dtype=np.int32)
+            cb[: n_c * n_blocks] = 0
+            for i in range(a, b):
+                k = slot[src[i]]
+                if k >= 0:
+                    cb[k * n_blocks + blk[i]] += 1
+        bins[: n_life + 1] = 0  # the dying pairs in order of their offset index: a counting sort
+        for e in range(n_d):
+            bins[life[dying[e]] + 1] += 1
+        for j in range(n_life):
+            bins[j + 1] += bins[j]
+        for e in range(n_d):
+            i = dying[e]
+            at = bins[life[i]]
+            bins[life[i]] = at + 1
+            hit[at] = i  # hit is free here: a list of pair indices, in offset order
+        for e in range(n_d):
+            i = hit[e]
+            j = life[i]
+            y = src[i]
+            t = total[y]
+            _add_sums(diff[j], t - 1, tables, 1.0)
+            _add_sums(diff[j], t, tables, -1.0)
+            total[y] = t - 1
+            if not jackknife:
+                continue
+            k = slot[y] * n_blocks
+            g0 = blk[i]
+            for g in range(n_blocks):
+                c = cb[k + g]
+                if c > 0:
+                    _death_change(jk_diff[j, g], t, c, g == g0, tables)
+            cb[k + g0] -= 1
+        for e in range(n_c):
+            slot[cells[e]] = -1
+    for j in range(n_t):
+        total[touched[j]] = 0
+    return cb
+
+
+@nb.njit(cache=True, parallel=True)
+def null_sweep_sums(
+    xloc: np.ndarray, ys: np.ndarray, life: np.ndarray, region: np.ndarray, fill_end: np.ndarray,
+    widths: np.ndarray, vocab: int, n_life: int, tables: np.ndarray, jackknife: bool, n_workers: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Joint sums of one null process at ``n_life`` ascending offsets, counted once.
+
+    ``emit_pairs`` at the first offset wrote the pairs (``ys`` one process whose partner
+    does not depend on the offset) and each pair's ``life``: the number of the offsets at
+    which its position still has a partner in its document. The table at offset index j is
+    the first one less the pairs with ``life <= j``, so each first token's partners are
+    counted once, and every pair dropped later changes the sums (and each block's delete
+    delta, from the dropped cell's pairs per block) at its offset index: O(pairs + dropped
+    pairs x blocks) for all offsets, against O(pairs x offsets) for counting each. Returns
+    ``(joint[j], joint_jk[j])`` for each offset index j; partitions are split over fixed
+    chunks as in ``partition_sums``, so the result does not depend on the thread count.
+    """
+    n_parts, n_blocks = region.shape
+    largest = 1
+    for q in range(n_parts):
+        largest = max(largest, fill_end[q, n_blocks - 1] - region[q, 0])
+    diff_c = np.zeros((N_CHUNKS, n_life, N_SUMS))
+    jk_c = np.zeros((N_CHUNKS, n_life, n_blocks, N_SUMS))
+    for worker in nb.prange(n_workers):
+        total = np.zeros(vocab, dtype=np.int32)
+        run = np.zeros(vocab, dtype=np.int32)
+        touched = np.empty(vocab, dtype=ys.dtype)
+        hit = np.empty(max(vocab, largest), dtype=np.int64)  # cell lists, then dying pair lists
+        slot = np.full(vocab, -1, dtype=np.int32)  # a dying cell's row in cb
+        cells = np.empty(vocab, dtype=np.int64)
+        dying = np.empty(largest, dtype=np.int64)
+        bins = np.empty(n_life + 1, dtype=np.int64)
+        cb = np.empty(0, dtype=np.int32)
+        srt = np.empty((1, largest), dtype=ys.dtype)
+        lsrt = np.empty(largest, dtype=life.dtype)
+        blk = np.empty(largest, dtype=np.uint16)
+        starts = np.empty(XLOC_MASK + 2, dtype=np.int64)
+        pos = np.empty(XLOC_MASK + 2, dtype=np.int64)
+        for c in range(worker, N_CHUNKS, n_workers):
+            diff = np.zeros((n_life, N_SUMS))
+            jk_diff = np.zeros((n_life, n_blocks, N_SUMS))
+            for q in range(c, n_parts, N_CHUNKS):
+                w = widths[q]
+                _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
+                for x in range(w):
+                    cb = _sweep_token(srt[0], blk, lsrt, starts[x], starts[x + 1], n_life, total, run, hit,
+                                      touched, slot, cells, dying, bins, cb, tables, diff, jk_diff, jackknife)
+            diff_c[c] = diff
+            jk_c[c] = jk_diff
+    joint = np.zeros((n_life, N_SUMS))
+    joint_jk = np.zeros((n_life, n_blocks, N_SUMS))
+    for c in range(N_CHUNKS):
+        joint += diff_c[c]
+        joint_jk += jk_c[c]
+    for j in range(1, n_life):  # changes -> values
+        joint[j] += joint[j - 1]
+        joint_jk[j] += joint_jk[j - 1]
+    return joint, joint_jk
+
+
+@nb.njit(cache=True)
+def drop_positions(
+    tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_to: int, shift: int,
+    first: np.ndarray, second: np.ndarray, table: np.ndarray,
+) -> None:
+    """Take the rotation null's pairs of the positions that have a partner at offset
+    ``r_from`` but not at ``r_to`` (> r_from) out of the per-block marginals ``first`` and
+    ``second`` or, when it is not empty, out of the per-block dense ``table``.
+
+    The caller takes the marginals' sums again with ``row_sums``: following them through
+    each dropped position instead, as ``null_sweep_sums`` does for the joint table, reads
+    the dropped token's count in every block and measured slower in a draft.
+    """
+    n = tok.shape[0]
+    g = 0
+    start = 0
+    for d in range(doc_ends.shape[0]):
+        end = doc_ends[d]
+        for p in range(max(start, end - r_to), max(start, end - r_from)):
+            while block_starts[g + 1] <= p:
+                g += 1
+            x, y = tok[p], tok[_rotation_base(p, shift, n)]
+            if table.shape[0] > 0:
+                table[g, x, y] -= 1
+            else:
+                first[g, x] -= 1
+                second[g, y] -= 1
+        start = end
+
+
 @nb.njit(cache=True)
 def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.ndarray, np.ndarray]:
     """Sums of the column totals of per-block count rows, and their change when each block is deleted.
@@ -497,31 +690,20 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
 
 
 @nb.njit(cache=True, parallel=True)
-def dense_pair_sums(
-    tok: np.ndarray,
-    doc_ends: np.ndarray,
-    block_starts: np.ndarray,
-    slot_r: np.ndarray,
-    slot_mode: np.ndarray,
-    slot_seed: np.ndarray,
-    shift: int,
-    tables: np.ndarray,
-    jackknife: bool,
-    counts: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """All the sums of the given slots at once, for small vocabularies: whole V x V tables.
+def dense_counts(
+    tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, slot_r: np.ndarray, slot_mode: np.ndarray,
+    slot_seed: np.ndarray, shift: int, counts: np.ndarray,
+) -> None:
+    """Count each block's pairs of every slot into whole V x V tables, for small vocabularies.
 
-    Each block's pairs go into its own dense table (one per slot), read and written in
-    cache; partners are read almost sequentially. The sums and the delete-one-block deltas
-    then come from the block tables and their total, cell by cell. Blocks run in parallel;
-    the tables are integers and the sums are taken in a fixed order, so the result does
-    not depend on the thread count. ``counts`` (blocks x slots x V x V int32, any contents)
-    holds the block tables; the caller keeps it for the next batch.
+    ``counts`` (blocks x slots x V x V int32, any contents) gets block g's table of slot s
+    at ``counts[g, s]``; each block's tables are read and written in cache, and the partners
+    are read almost sequentially. Blocks run in parallel. The caller keeps ``counts`` for
+    the next batch, and ``dense_table_sums`` takes the sums.
     """
     n = tok.shape[0]
     n_blocks = block_starts.shape[0] - 1
     n_slots = slot_r.shape[0]
-    vocab = counts.shape[2]
     for g in nb.prange(n_blocks):
         lo, hi = block_starts[g], block_starts[g + 1]
         d = np.searchsorted(doc_ends, lo, side="right")
@@ -530,31 +712,31 @@ def dense_pair_sums(
         p = lo
         while p < hi:
             end = min(doc_ends[d], hi)
-            s = 0
-            while s < n_slots:
+            for s in range(n_slots):
                 r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
                 last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
                 cells = table[s]
                 q = p
-                if mode == MODE_REAL and s + 1 < n_slots and slot_r[s + 1] == r and slot_mode[s + 1] == MODE_ROTATE:
-                    nulls = table[s + 1]  # the real pairs and the rotation null in one pass
-                    while q < last:
-                        stop, off = _partner_run(q, last, r, MODE_ROTATE, 0, shift, n)
-                        for i in range(q, stop):
-                            x = tok[i]
-                            cells[x, tok[i + r]] += 1
-                            nulls[x, tok[i + off]] += 1
-                        q = stop
-                    s += 2
-                    continue
                 while q < last:
                     stop, off = _partner_run(q, last, r, mode, seed, shift, n)
                     for i in range(q, stop):
                         cells[tok[i], tok[i + off]] += 1
                     q = stop
-                s += 1
             p = end
             d += 1
+
+
+@nb.njit(cache=True, parallel=True)
+def dense_table_sums(
+    counts: np.ndarray, tables: np.ndarray, jackknife: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The sums of every slot's table (``dense_counts``' block tables added) and its
+    delete-one-block deltas, cell by cell over the occupied cells; slots run in parallel.
+
+    Tables are integers and the sums are taken in a fixed order, so the result does not
+    depend on the thread count. Returns joint, first, second, their deltas, block pairs.
+    """
+    n_blocks, n_slots, vocab = counts.shape[0], counts.shape[1], counts.shape[2]
     joint = np.zeros((n_slots, N_SUMS))
     first = np.zeros((n_slots, N_SUMS))
     second = np.zeros((n_slots, N_SUMS))

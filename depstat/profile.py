@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import polars as pl
@@ -29,6 +30,8 @@ from depstat.errors import DepstatError
 from depstat.granularity import DEFAULT_LADDER, check_names, ids_stream, text_streams
 from depstat.progress import bar
 from depstat.stream import TokenStream
+
+T = TypeVar("T")
 
 DEFAULT_MAX_OFFSET = 2048
 DEFAULT_N_OFFSETS = 32
@@ -182,9 +185,7 @@ def mi_profile(
     deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
     with bar(desc=f"count {stream.name}", unit="offset", total=len(offsets)) as progress:
         progress.update(len(skipped))
-        for batch in counter.batches(usable, len(partners)):
-            with clock("count"):
-                sums = counter.sums_at(batch, partners, jackknife=deltas)
+        for batch, sums in clock.each("count", counter.sweep(usable, partners, jackknife=deltas)):
             progress.update(len(batch))
             for r in batch:
                 real = sums["real", r]
@@ -424,7 +425,7 @@ class _Stopwatch:
             if self.timings is not None:
                 self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
 
-    def each(self, key: str, items: Iterable[TokenStream]) -> Iterator[TokenStream]:
+    def each(self, key: str, items: Iterable[T]) -> Iterator[T]:
         """The items, timing how long each takes to produce (the work of a generator)."""
         items = iter(items)
         while True:

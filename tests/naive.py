@@ -47,17 +47,18 @@ def iid_partner(p: np.ndarray, seed: int, n: int) -> np.ndarray:
     return (mix(p, seed) % np.uint64(n)).astype(np.int64)
 
 
-def rotate_partner(p: np.ndarray, r: int, shift: int, n: int) -> np.ndarray:
-    """The rotation null's partner: half the corpus away plus a jitter redrawn every 4096 positions."""
+def rotate_partner(p: np.ndarray, shift: int, n: int) -> np.ndarray:
+    """The rotation null's partner, the same at every offset: half the corpus away plus a
+    jitter redrawn every 4096 positions."""
     jitter = (mix(p >> 12, 0x5EED) % np.uint64(4096)).astype(np.int64)
-    return (p + r + shift + jitter) % n
+    return (p + shift + jitter) % n
 
 
 def partner_positions(p: np.ndarray, r: int, partner: str, shift: int, n: int, seed: int) -> np.ndarray:
     if partner == "real":
         return p + r
     if partner == "rotate":
-        return rotate_partner(p, r, shift, n)
+        return rotate_partner(p, shift, n)
     return iid_partner(p, seed, n)
 
 

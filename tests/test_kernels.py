@@ -55,10 +55,10 @@ def test_sums_match_naive(
 
 
 @settings(max_examples=50, deadline=None)
-@given(stream=streams(), r=st.integers(1, 10), dense=st.booleans())
-def test_point_only_sums_match_and_skip_deltas(stream: TokenStream, r: int, dense: bool) -> None:
+@given(stream=streams(), r=st.integers(1, 10), dense=st.booleans(), partner=st.sampled_from(["real", "rotate"]))
+def test_point_only_sums_match_and_skip_deltas(stream: TokenStream, r: int, dense: bool, partner: str) -> None:
     counter = PairCounter(stream, n_blocks=3, dense=dense)
-    full, point = counter.sums(r), counter.sums(r, jackknife=False)
+    full, point = counter.sums(r, partner), counter.sums(r, partner, jackknife=False)
     for name in ("joint", "first", "second"):
         npt.assert_allclose(getattr(point, name), getattr(full, name), rtol=1e-12)
     npt.assert_array_equal(point.block_pairs, full.block_pairs)
@@ -140,9 +140,9 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
     stream: TokenStream, offsets: list[int], partners: list[str], workers: int, part_tokens: int,
     wide: bool, dense: bool,
 ) -> None:
-    """Every (offset, partner) slot equals its twin: dense tables (which count an offset's real
-    pairs and rotation null in one pass), and partitions (every partner process of an offset
-    in one pass, in any order) split over any number of workers, with the relabelled tokens
+    """Every (offset, partner) slot equals its twin: dense tables, partitions (every partner
+    process of an offset in one pass, in any order) and the rotation null's sweep over all
+    the offsets, the last two split over any number of workers, with the relabelled tokens
     and partners in 32-bit integers (used above 65,536 tokens in use) or the smallest type."""
     counter = PairCounter(stream, n_blocks=3, seed=1, dense=dense, part_tokens=part_tokens)
     if wide:
@@ -157,9 +157,30 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
             assert_sums_equal(many[p, r], want)
     if dense:
         return
-    r = offsets[0]
-    n, k = stream.n_tokens, len(partners)
+    each = [p for p in partners if p != "rotate"]  # counted offset by offset
+    r = min(offsets)
+    if "rotate" in partners:
+        ascending = sorted(set(offsets))
+        joint, joint_jk = null_sweep(counter, ascending, workers)
+        for j, r_j in enumerate(ascending):  # the worker split changes nothing
+            npt.assert_array_equal(joint[j], many["rotate", r_j].joint)
+            npt.assert_array_equal(joint_jk[j], many["rotate", r_j].joint_jk)
+    if not each:
+        return
+    xloc, ys, fill_end, first, second = emit(counter, r, each, np.empty(0, np.uint8))
+    joint, joint_jk = kernels.partition_sums(
+        xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES, True, workers,
+    )
+    for s, p in enumerate(each):
+        npt.assert_array_equal(joint[s], many[p, r].joint)
+        npt.assert_array_equal(joint_jk[s], many[p, r].joint_jk)
+
+
+def emit(counter: PairCounter, r: int, partners: list[str], life_of: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``kernels.emit_pairs`` at offset r into fresh buffers (with each pair's life when life_of is given)."""
+    n, k = counter.tokens.shape[0], len(partners)
     xloc, ys = np.empty(n, dtype=np.uint8), np.empty((k, n), dtype=counter.tokens.dtype)
+    life = np.empty(n if life_of.size else 0, dtype=np.uint8)
     fill_end = np.empty_like(counter.region)
     first = np.empty((counter.n_blocks, counter.vocab), dtype=np.int32)
     second = np.empty((k, counter.n_blocks, counter.vocab), dtype=np.int32)
@@ -167,14 +188,33 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
     seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
         counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, r,
-        modes, seeds, counter.shift, xloc, ys, fill_end, first, second,
+        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, life_of, life,
     )
-    joint, joint_jk = kernels.partition_sums(
-        xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES, True, workers,
+    return (xloc, ys, fill_end, first, second) + ((life,) if life_of.size else ())
+
+
+def null_sweep(counter: PairCounter, offsets: list[int], workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """``kernels.null_sweep_sums`` of the rotation null over ascending offsets, on ``workers`` workers."""
+    life_of = np.searchsorted(offsets, np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
+    xloc, ys, fill_end, _, _, life = emit(counter, offsets[0], ["rotate"], life_of)
+    return kernels.null_sweep_sums(
+        xloc, ys, life, counter.region, fill_end, counter.widths, counter.vocab, len(offsets),
+        kernels.SUM_TABLES, True, workers,
     )
-    for s, p in enumerate(partners):
-        npt.assert_array_equal(joint[s], many[p, r].joint)  # the worker split changes nothing
-        npt.assert_array_equal(joint_jk[s], many[p, r].joint_jk)
+
+
+@settings(max_examples=20, deadline=None)
+@given(stream=streams(max_len=60), offsets=st.lists(st.integers(1, 70), min_size=3, max_size=12, unique=True))
+def test_rotation_null_sweeps_in_runs_of_max_sweep_offsets(stream: TokenStream, offsets: list[int]) -> None:
+    """More offsets than one sweep holds: each run of MAX_SWEEP offsets is swept on its own."""
+    counter = PairCounter(stream, n_blocks=2)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counting, "MAX_SWEEP", 2)
+        many = counter.sums_at(offsets, ("rotate",))
+    for r in offsets:
+        want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, "rotate",
+                                counter.block_starts, counter.shift, 0)
+        assert_sums_equal(many["rotate", r], want)
 
 
 def test_counts_beyond_the_sum_tables_match_naive() -> None:
