@@ -190,7 +190,7 @@ def phase_table(stream: TokenStream, offsets: list[int], repeats: int, part_toke
                 finally:
                     numba.set_num_threads(threads)
                 for row in part:
-                    label = "-" if counter.dense and not row[0].startswith("null") else f"{size} ({len(counter.widths)})"
+                    label = "-" if counter.dense else f"{size} ({len(counter.widths)})"
                     at = f"1..{profile_offsets[-1]}" if row[0].startswith("null") else r
                     rows.append([row[0], at, label, n_threads, f"{float(row[2]):.2f}"])
     return format_table(["phase", "offset", "part_tokens (partitions)", "threads", "ns per pair"], rows)

@@ -18,8 +18,8 @@ PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid"
 # every parallel region costs more than the work it takes over. Work is tokens, and for
 # partition_sums tokens x partner processes counted in the call (`python
 # benchmarks/bench_phases.py --tokens 300000` / `1000000` compares each phase on one and
-# two threads, for the real pairs alone and with their null: at 1M tokens one thread is
-# faster for the real pairs alone, two for real pairs and null with the jackknife).
+# two threads; an earlier run at 1M tokens had one thread faster for the real pairs alone,
+# two for real pairs and a null counted with them, with the jackknife).
 PARALLEL_MIN_WORK = {
     "dense_counts": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000,
     "null_sweep_sums": 1_000_000,
