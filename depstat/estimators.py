@@ -48,7 +48,7 @@ class TableSums:
     deleted; ``block_pairs[g]`` the pairs in block g.
     """
 
-    n_pairs: int
+    n_pairs: int | np.ndarray  # an array for stacked sums (``deleted_each``)
     joint: np.ndarray
     first: np.ndarray
     second: np.ndarray
@@ -56,6 +56,15 @@ class TableSums:
     first_jk: np.ndarray
     second_jk: np.ndarray
     block_pairs: np.ndarray
+
+    def deleted_each(self, blocks: np.ndarray) -> TableSums:
+        """The sums with each of ``blocks`` removed in turn, stacked on a first axis (one row each)."""
+        z = np.zeros((len(blocks), 1, 3))
+        return TableSums(
+            self.n_pairs - self.block_pairs[blocks], self.joint + self.joint_jk[blocks],
+            self.first + self.first_jk[blocks], self.second + self.second_jk[blocks], z, z, z,
+            np.zeros((len(blocks), 1), dtype=np.int64),
+        )
 
     def deleted(self, g: int) -> TableSums:
         """The sums with block g removed."""
@@ -69,52 +78,52 @@ class TableSums:
         )
 
 
-def _entropies(s: TableSums, kind: str) -> tuple[float, float, float]:
-    """(H_first, H_second, H_joint) in nats for one base estimator."""
-    n = float(s.n_pairs)
+def _entropies(s: TableSums, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(H_first, H_second, H_joint) in nats for one base estimator (arrays for stacked sums)."""
+    n = np.asarray(s.n_pairs, dtype=float)
+    sums = (s.first, s.second, s.joint)
     if kind == "grassberger":
-        return tuple(np.log(n) - t[1] / n for t in (s.first, s.second, s.joint))
-    h = [np.log(n) - t[0] / n for t in (s.first, s.second, s.joint)]
+        return tuple(np.log(n) - t[..., 1] / n for t in sums)
+    h = [np.log(n) - t[..., 0] / n for t in sums]
     if kind == "miller-madow":
-        h = [hi + (t[2] - 1.0) / (2.0 * n) for hi, t in zip(h, (s.first, s.second, s.joint))]
+        h = [hi + (t[..., 2] - 1.0) / (2.0 * n) for hi, t in zip(h, sums)]
     return tuple(h)
 
 
-def base_mi(s: TableSums, kind: str) -> float:
-    """MI in bits of one table by a base estimator (plugin, miller-madow, grassberger)."""
-    if s.n_pairs <= 0:
-        return float("nan")
-    hx, hy, hxy = _entropies(s, kind)
-    return float((hx + hy - hxy) / LN2)
+def base_mi(s: TableSums, kind: str) -> float | np.ndarray:
+    """MI in bits of one table by a base estimator (plugin, miller-madow, grassberger).
+
+    Stacked sums (``deleted_each``) give one value per row; a table without pairs gives NaN.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        hx, hy, hxy = _entropies(s, kind)
+        mi = np.where(np.asarray(s.n_pairs) > 0, (hx + hy - hxy) / LN2, np.nan)
+    return float(mi) if mi.ndim == 0 else mi
 
 
-def estimate(name: str, real: TableSums, nulls: dict[str, TableSums]) -> float:
-    """Point estimate of MI (bits) by the named estimator."""
+def estimate(name: str, real: TableSums, nulls: dict[str, TableSums]) -> float | np.ndarray:
+    """Point estimate of MI (bits) by the named estimator (one per row for stacked sums)."""
     if name in BASE_ESTIMATORS:
         return base_mi(real, name)
     if name == "jackknife":
-        reps = [base_mi(real.deleted(g), "plugin") for g in _used_blocks(real)]
+        reps = base_mi(real.deleted_each(_used_blocks(real)), "plugin")
         g = len(reps)
         return float(g * base_mi(real, "plugin") - (g - 1) * np.mean(reps))
     kind, null = NULL_ESTIMATORS[name]
     return base_mi(real, kind) - base_mi(nulls[null], kind)
 
 
-def _used_blocks(s: TableSums) -> list[int]:
-    return [g for g in range(len(s.block_pairs)) if s.block_pairs[g] > 0]
+def _used_blocks(s: TableSums) -> np.ndarray:
+    return np.flatnonzero(s.block_pairs > 0)
 
 
 def replicates(name: str, real: TableSums, nulls: dict[str, TableSums]) -> np.ndarray:
     """Delete-one-block jackknife replicates of the named estimator (blocks with pairs only)."""
-    out = []
-    for g in _used_blocks(real):
-        r = real.deleted(g)
-        if name == "jackknife":
-            # One level of jackknife for the interval; re-jackknifing costs G^2.
-            out.append(base_mi(r, "plugin"))
-            continue
-        out.append(estimate(name, r, {k: v.deleted(g) for k, v in nulls.items()}))
-    return np.asarray(out)
+    used = _used_blocks(real)
+    r = real.deleted_each(used)
+    if name == "jackknife":  # one level of jackknife for the interval; re-jackknifing costs G^2
+        return np.atleast_1d(base_mi(r, "plugin"))
+    return np.atleast_1d(estimate(name, r, {k: v.deleted_each(used) for k, v in nulls.items()}))
 
 
 def jackknife_interval(
