@@ -81,7 +81,7 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
     def emit() -> None:
         kernels.emit_pairs(
             counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
-            r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none,
+            np.array([r]), modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab,
         )
 
     def count(jackknife: bool) -> Callable[[], object]:
@@ -96,7 +96,7 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
         ("emit_pairs, real", emit),
         ("partition_sums, real, jackknife", count(True)),
         ("partition_sums, real", count(False)),
-        ("row_sums of one marginal", lambda: kernels.row_sums(first, kernels.SUM_TABLES, True)),
+        ("row_sums of one marginal", lambda: kernels.row_sums(first[0], kernels.SUM_TABLES, True)),
     ]
     return [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
 
@@ -133,14 +133,15 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
     xloc, life = np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.uint8)
     ys = np.empty((1, n), dtype=counter.tokens.dtype)
     fill_end = np.empty_like(counter.region)
-    first = np.empty((counter.n_blocks, counter.vocab), dtype=np.int32)
+    first = np.empty((1, counter.n_blocks, counter.vocab), dtype=np.int32)
     second = np.empty((1, counter.n_blocks, counter.vocab), dtype=np.int32)
     modes, seeds = np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64)
 
     def emit() -> None:
         kernels.emit_pairs(
-            counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, offsets[0],
-            modes, seeds, counter.shift, xloc, ys, fill_end, first, second, life_of, life,
+            counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
+            np.array(offsets[:1]), modes, seeds, counter.shift, xloc, ys, fill_end, first, second, life_of, life,
+            counter.vocab,
         )
 
     def sweep(jackknife: bool) -> Callable[[], object]:
@@ -150,7 +151,7 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
         )
 
     def marginals() -> None:
-        f, g = first.copy(), second[0].copy()
+        f, g = first[0].copy(), second[0].copy()
         for j in range(1, len(offsets)):
             kernels.drop_positions(counter.tokens, counter.doc_ends, counter.block_starts, offsets[j - 1],
                                    offsets[j], counter.shift, f, g, np.empty((0, 0, 0), dtype=np.int32))

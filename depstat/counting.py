@@ -36,6 +36,12 @@ DENSE_MAX_VOCAB = 256
 DENSE_BATCH_BYTES = 1 << 18
 # Offsets per sweep of the rotation null: a pair's life (offsets it lasts) is kept in a byte.
 MAX_SWEEP = 255
+# Offsets the partitioned kernel counts in one pass: they share the first tokens' partitions
+# and their sort, and each adds a partner buffer (2 bytes a token for BPE), so 4 costs 8
+# bytes a token. Vocabularies over PASS_MAX_VOCAB tokens in use (words) take one offset at
+# a time: each slot's two marginals are blocks x A x 4 bytes.
+OFFSETS_PER_PASS = 4
+PASS_MAX_VOCAB = 1 << 16
 
 
 @contextmanager
@@ -95,13 +101,13 @@ class PairCounter:
     the most frequent ones share cache lines. With A at most ``DENSE_MAX_VOCAB`` (bytes)
     pairs are counted into whole A x A tables in position order (``kernels.dense_counts``);
     otherwise they are partitioned by first token (``kernels.emit_pairs``) and counted
-    partition by partition (``kernels.partition_sums``), an offset's partner processes in
-    one pass. ``dense`` forces either; ``part_tokens`` sets the partition size. The
-    rotation null, whose partners do not depend on the offset, is counted once for all the
-    offsets asked for, then follows the pairs each larger offset drops at document ends
-    (dense tables, or ``kernels.null_sweep_sums`` on partitions). The kernels' buffers are
-    kept between calls (about 3 bytes per token for the partitioned kernel and one partner
-    process, the block tables for the dense one).
+    partition by partition (``kernels.partition_sums``), OFFSETS_PER_PASS offsets and their
+    partner processes in one pass. ``dense`` forces either; ``part_tokens`` sets the
+    partition size. The rotation null, whose partners do not depend on the offset, is
+    counted once for all the offsets asked for, then follows the pairs each larger offset
+    drops at document ends (dense tables, or ``kernels.null_sweep_sums`` on partitions).
+    The kernels' buffers are kept between calls (1 + 2 x slots bytes per token for the
+    partitioned kernel, the block tables for the dense one).
     """
 
     def __init__(
@@ -171,19 +177,19 @@ class PairCounter:
             if each and self.dense:
                 out.update(self._dense_batch(batch, each, jackknife))
             elif each:
-                for r in batch:
-                    out.update(self._partitioned_offset(r, each, jackknife))
+                out.update(self._partitioned_batch(batch, each, jackknife))
             yield batch, out
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
         """The offsets, ascending, cut into batches counted together (dense tables that fit in cache).
 
-        The partitioned kernel takes one offset at a time (with all its partner processes),
-        so its batches are single offsets.
+        The partitioned kernel takes OFFSETS_PER_PASS offsets (with all their partner
+        processes) in one pass, or one at a time for vocabularies over PASS_MAX_VOCAB.
         """
         offsets = sorted({int(r) for r in offsets})
         if not self.dense:
-            return [[r] for r in offsets]
+            size = OFFSETS_PER_PASS if self.vocab <= PASS_MAX_VOCAB else 1
+            return [offsets[i : i + size] for i in range(0, len(offsets), size)]
         cells = self.vocab * self.vocab * 4  # bytes of one slot's table
         size = max(1, DENSE_BATCH_BYTES // (cells * max(n_partners, 1)))
         return [offsets[i : i + size] for i in range(0, len(offsets), size)]
@@ -209,45 +215,46 @@ class PairCounter:
             self._kept = (np.empty(cells, dtype=np.int32),)
         return self._kept[0][:cells].reshape(self.n_blocks, n_slots, self.vocab, self.vocab)
 
-    def _buffers(self, n_partners: int) -> tuple[np.ndarray, ...]:
-        """The partitioned kernel's buffers (xloc, ys, fill_end, first, second), kept for the next offset.
+    def _buffers(self, n_slots: int) -> tuple[np.ndarray, ...]:
+        """The partitioned kernel's buffers (xloc, ys, fill_end, first, second), kept for the next batch.
 
-        Fresh pages cost a fault and a zero-fill each, so every offset reuses them.
+        Fresh pages cost a fault and a zero-fill each, so every batch reuses them. Partners
+        are kept in a type that also holds the dropped pairs' sentinel, ``vocab``.
         """
-        if self._kept is None or self._kept[1].shape[0] != n_partners:
+        if self._kept is None or self._kept[1].shape[0] != n_slots:
             n = self.tokens.shape[0]
+            dtype = np.promote_types(self.tokens.dtype, np.min_scalar_type(self.vocab))
             self._kept = (
-                np.empty(n, dtype=np.uint8), np.empty((n_partners, n), dtype=self.tokens.dtype),
-                np.empty_like(self.region), np.empty((self.n_blocks, self.vocab), dtype=np.int32),
-                np.empty((n_partners, self.n_blocks, self.vocab), dtype=np.int32),
+                np.empty(n, dtype=np.uint8), np.empty((n_slots, n), dtype=dtype),
+                np.empty_like(self.region), np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
+                np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
             )
         return self._kept
 
-    def _partitioned_offset(
-        self, r: int, partners: Sequence[str], jackknife: bool
+    def _partitioned_batch(
+        self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
     ) -> dict[tuple[str, int], TableSums]:
-        """Count offset r for every partner process in one partitioned pass."""
-        xloc, ys, fill_end, first, second = self._buffers(len(partners))
+        """Count every slot (offset, partner) of a batch in one partitioned pass."""
+        slots, slot_r, modes, seeds = slot_arrays(offsets, partners, self.seed)
+        xloc, ys, fill_end, first, second = self._buffers(len(slots))
         none = np.empty(0, dtype=np.uint8)
         table = kernels.SUM_TABLES
         n = self.stream.n_tokens
-        modes = np.array([PARTNER_MODES[p] for p in partners], dtype=np.int64)
-        seeds = np.full(len(partners), self.partner_seed(r), dtype=np.int64)
         with threads_for(n, "emit_pairs"):
             kernels.emit_pairs(
-                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, r, modes, seeds,
-                self.shift, xloc, ys, fill_end, first, second, none, none,
+                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, slot_r, modes, seeds,
+                self.shift, xloc, ys, fill_end, first, second, none, none, self.vocab,
             )
-        with threads_for(n * len(partners), "partition_sums"):
+        with threads_for(n * len(slots), "partition_sums"):
             joint, joint_jk = kernels.partition_sums(
                 xloc, ys, self.region, fill_end, self.widths, self.vocab, table, jackknife,
                 numba.get_num_threads(),
             )
-        first_sums, first_jk = kernels.row_sums(first, table, jackknife)
-        block_pairs = first.sum(axis=1, dtype=np.int64)
         out = {}
-        for s, p in enumerate(partners):
+        for s, (r, _, p) in enumerate(slots):
+            first_sums, first_jk = kernels.row_sums(first[s], table, jackknife)
             second_sums, second_jk = kernels.row_sums(second[s], table, jackknife)
+            block_pairs = first[s].sum(axis=1, dtype=np.int64)
             out[p, r] = TableSums(
                 int(block_pairs.sum()), joint[s], first_sums, second_sums, joint_jk[s], first_jk,
                 second_jk, block_pairs,
@@ -298,13 +305,14 @@ class PairCounter:
         xloc, life = np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.uint8)
         ys = np.empty((1, n), dtype=self.tokens.dtype)
         fill_end = np.empty_like(self.region)
-        first = np.empty((self.n_blocks, self.vocab), dtype=np.int32)
+        first = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
         second = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
         modes = np.array([kernels.MODE_ROTATE], dtype=np.int64)
         with threads_for(n, "emit_pairs"):
             kernels.emit_pairs(
-                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, offsets[0], modes,
-                np.zeros(1, dtype=np.int64), self.shift, xloc, ys, fill_end, first, second, life_of, life,
+                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, np.array(offsets[:1]),
+                modes, np.zeros(1, dtype=np.int64), self.shift, xloc, ys, fill_end, first, second, life_of, life,
+                self.vocab,
             )
         with threads_for(n, "null_sweep_sums"):
             joint, joint_jk = kernels.null_sweep_sums(
@@ -312,7 +320,7 @@ class PairCounter:
                 jackknife, numba.get_num_threads(),
             )
         del xloc, ys, life
-        second = second[0]
+        first, second = first[0], second[0]
         out = {}
         for j, r in enumerate(offsets):
             if j:  # the marginals follow the dropped positions

@@ -233,31 +233,41 @@ def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, 
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_follow(tok, q, stop, off, where, ys, second_row):
-    """Another process's partners of positions q .. stop - 1, at the places the first process took."""
+def _emit_follow(tok, q, stop, off, where, ys, first_row, second_row):
+    """Another slot's partners of positions q .. stop - 1, at the places the first slot took."""
     for i in range(q, stop):
+        first_row[tok[i]] += 1
         y = tok[i + off]
         ys[where[i - q]] = y
         second_row[y] += 1
 
 
+@nb.njit(cache=True, inline="always")
+def _emit_dropped(q, stop, where, ys, sentinel):
+    """Positions q .. stop - 1 have no partner at another slot's (larger) offset: its places get ``sentinel``."""
+    for i in range(q, stop):
+        ys[where[i - q]] = sentinel
+
+
 @nb.njit(cache=True, parallel=True)
 def emit_pairs(
     tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
-    region: np.ndarray, r: int, modes: np.ndarray, seeds: np.ndarray, shift: int,
+    region: np.ndarray, slot_r: np.ndarray, modes: np.ndarray, seeds: np.ndarray, shift: int,
     xloc: np.ndarray, ys: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
-    life_of: np.ndarray, life: np.ndarray,
+    life_of: np.ndarray, life: np.ndarray, sentinel: int,
 ) -> None:
-    """Write the pairs at offset r of every partner process, read in position order, into their partitions.
+    """Write the pairs of every slot (offset ``slot_r[s]``, partner process ``modes[s]``), read in
+    position order, into their partitions.
 
-    All partner processes share the first positions, so one pass serves them all: block
-    g's pairs of partition q fill places ``region[q, g]:fill_end[q, g]`` of ``xloc`` (the
-    first token) and of ``ys[s]`` (its partner under process ``modes[s]``). Reads are
-    sequential and the writes go to one stream per partition, so little waits on memory.
-    ``first[g]`` and ``second[s, g]`` count block g's first and partner tokens (the
-    marginals). Blocks run in parallel, each into its own regions. Unless ``life_of`` is
-    empty, ``life`` gets each pair's ``life_of[distance to its document's end]`` (see
-    ``null_sweep_sums``).
+    The slots share their first positions, those of the smallest offset ``slot_r[0]``, so one
+    pass serves them all: block g's pairs of partition q fill places
+    ``region[q, g]:fill_end[q, g]`` of ``xloc`` (the first token) and of ``ys[s]`` (its
+    partner in slot s, or ``sentinel`` where the slot's larger offset leaves the position
+    no partner in its document). Reads are sequential and the writes go to one stream per
+    partition, so little waits on memory. ``first[s, g]`` and ``second[s, g]`` count block
+    g's first and partner tokens of slot s (the marginals). Blocks run in parallel, each
+    into its own regions. Unless ``life_of`` is empty, ``life`` gets each pair's
+    ``life_of[distance to its document's end]`` (see ``null_sweep_sums``).
     """
     n = tok.shape[0]
     n_blocks = block_starts.shape[0] - 1
@@ -265,31 +275,34 @@ def emit_pairs(
     for g in nb.prange(n_blocks):
         fill = region[:, g].copy()
         off = np.empty(n_slots, dtype=np.int64)
+        keep = np.empty(n_slots, dtype=np.bool_)
         where = np.empty(EMIT_RUN if n_slots > 1 else 0, dtype=np.int32)  # places < n < 2^31
-        first_row = first[g]
-        first_row[:] = 0
+        first[:, g] = 0
         second[:, g] = 0
         lo, hi = block_starts[g], block_starts[g + 1]
         d = np.searchsorted(doc_ends, lo, side="right")
         p = lo
         while p < hi:
             end = min(doc_ends[d], hi)
-            last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
+            last = min(end, doc_ends[d] - slot_r[0])  # first positions whose partner stays in the document
             q = p
             while q < last:
-                stop = min(last, q + EMIT_RUN)  # a run over which every process's partner offset is constant
+                stop = min(last, q + EMIT_RUN)  # a run over which every slot's partner offset is constant
                 for s in range(n_slots):
-                    run_stop, off[s] = _partner_run(q, last, r, modes[s], seeds[s], shift, n)
-                    stop = min(stop, run_stop)
-                if n_slots == 1:  # no other process reads the places back
-                    _emit_lead(tok, code, q, stop, off[0], fill, where, False, xloc, first_row, ys[0], second[0, g],
-                               life, life_of, doc_ends[d])
-                    q = stop
-                    continue
-                _emit_lead(tok, code, q, stop, off[0], fill, where, True, xloc, first_row, ys[0], second[0, g],
-                           life, life_of, doc_ends[d])
+                    kept = doc_ends[d] - slot_r[s]  # slot s's positions end here
+                    keep[s] = q < kept
+                    if keep[s]:
+                        run_stop, off[s] = _partner_run(q, min(last, kept), slot_r[s], modes[s], seeds[s], shift, n)
+                        stop = min(stop, run_stop)
+                    else:
+                        stop = min(stop, last)
+                _emit_lead(tok, code, q, stop, off[0], fill, where, n_slots > 1, xloc, first[0, g], ys[0],
+                           second[0, g], life, life_of, doc_ends[d])
                 for s in range(1, n_slots):
-                    _emit_follow(tok, q, stop, off[s], where, ys[s], second[s, g])
+                    if keep[s]:
+                        _emit_follow(tok, q, stop, off[s], where, ys[s], first[s, g], second[s, g])
+                    else:
+                        _emit_dropped(q, stop, where, ys[s], sentinel)
                 q = stop
             p = end
             d += 1
@@ -324,11 +337,14 @@ def _block_deltas(src, a, b, g, total, run, hit, tables, jk):
     the block's cells and is left zero again.
     """
     n_hit = _count_cells(src, a, b, run, hit, 0)
+    sentinel = run.shape[0] - 1  # dropped pairs' cell, not a table cell
     d0, d1, emptied = 0.0, 0.0, 0
     for h in range(n_hit):
         y = hit[h]
         m = run[y]
         run[y] = 0
+        if y == sentinel:
+            continue
         t = total[y]
         after0, after1 = _cell_sums(t - m, tables)
         before0, before1 = _cell_sums(t, tables)
@@ -434,9 +450,12 @@ def _partition_sums(
                                     jk[s], jackknife)
             for j in range(n_t):
                 y = touched[j]
-                v0, v1 = _cell_sums(total[y], tables)
-                s0 += v0
-                s1 += v1
+                if y == total.shape[0] - 1:  # the dropped pairs' cell (the sentinel, ``vocab``)
+                    cells -= 1
+                else:
+                    v0, v1 = _cell_sums(total[y], tables)
+                    s0 += v0
+                    s1 += v1
                 total[y] = 0
             cells += n_t
         sums[s, 0] += s0
@@ -449,15 +468,16 @@ def partition_sums(
     xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray,
     vocab: int, tables: np.ndarray, jackknife: bool, n_workers: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sums of the joint table of each partner process, and their change when each block is deleted.
+    """Sums of the joint table of each slot, and their change when each block is deleted.
 
     A partition of one token is read where ``emit_pairs`` left it (its pairs are already in
     block order); a wider one is first sorted by first token with a counting sort that
-    keeps block order, once for all partner processes. Each token's partners are then
-    counted in a dense array of length ``vocab`` and reset. Partitions are split over N_CHUNKS fixed chunks whose results are added in
-    order, so the sums do not depend on the thread count; each of ``n_workers`` workers
-    takes every n_workers-th chunk with its own scratch arrays. Returns
-    ``(joint[s], joint_jk[s])`` for each process s.
+    keeps block order, once for all slots. Each token's partners are then counted in a
+    dense array of length ``vocab`` + 1 and reset; the last cell takes the pairs a slot
+    dropped (partner ``vocab``, see ``emit_pairs``) and is left out of the sums. Partitions
+    are split over N_CHUNKS fixed chunks whose results are added in order, so the sums do
+    not depend on the thread count; each of ``n_workers`` workers takes every n_workers-th
+    chunk with its own scratch arrays. Returns ``(joint[s], joint_jk[s])`` for each slot s.
     """
     n_parts, n_blocks = region.shape
     n_slots = ys.shape[0]
@@ -467,10 +487,10 @@ def partition_sums(
     joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
     joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
-        total = np.zeros(vocab, dtype=np.int32)
-        run = np.zeros(vocab, dtype=np.int32)
-        touched = np.empty(vocab, dtype=ys.dtype)  # lists of partner tokens, in their own dtype
-        hit = np.empty(vocab, dtype=ys.dtype)
+        total = np.zeros(vocab + 1, dtype=np.int32)  # + the sentinel's cell
+        run = np.zeros(vocab + 1, dtype=np.int32)
+        touched = np.empty(vocab + 1, dtype=ys.dtype)  # lists of partner tokens, in their own dtype
+        hit = np.empty(vocab + 1, dtype=ys.dtype)
         srt = np.empty((n_slots, largest), dtype=ys.dtype)
         blk = np.empty(largest, dtype=np.uint16)  # the block of each sorted pair
         starts = np.empty(XLOC_MASK + 2, dtype=np.int64)  # token x's pairs are srt[:, starts[x]:starts[x + 1]]
@@ -594,10 +614,10 @@ def null_sweep_sums(
     diff_c = np.zeros((N_CHUNKS, n_life, N_SUMS))
     jk_c = np.zeros((N_CHUNKS, n_life, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
-        total = np.zeros(vocab, dtype=np.int32)
-        run = np.zeros(vocab, dtype=np.int32)
-        touched = np.empty(vocab, dtype=ys.dtype)
-        hit = np.empty(max(vocab, largest), dtype=np.int64)  # cell lists, then dying pair lists
+        total = np.zeros(vocab + 1, dtype=np.int32)  # as in partition_sums (no sentinel is written here)
+        run = np.zeros(vocab + 1, dtype=np.int32)
+        touched = np.empty(vocab + 1, dtype=ys.dtype)
+        hit = np.empty(max(vocab + 1, largest), dtype=np.int64)  # cell lists, then dying pair lists
         slot = np.full(vocab, -1, dtype=np.int32)  # a dying cell's row in cb
         cells = np.empty(vocab, dtype=np.int64)
         dying = np.empty(largest, dtype=np.int64)

@@ -179,16 +179,16 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
 def emit(counter: PairCounter, r: int, partners: list[str], life_of: np.ndarray) -> tuple[np.ndarray, ...]:
     """``kernels.emit_pairs`` at offset r into fresh buffers (with each pair's life when life_of is given)."""
     n, k = counter.tokens.shape[0], len(partners)
-    xloc, ys = np.empty(n, dtype=np.uint8), np.empty((k, n), dtype=counter.tokens.dtype)
+    xloc, ys = np.empty(n, dtype=np.uint8), np.empty((k, n), dtype=counter._buffers(k)[1].dtype)
     life = np.empty(n if life_of.size else 0, dtype=np.uint8)
     fill_end = np.empty_like(counter.region)
-    first = np.empty((counter.n_blocks, counter.vocab), dtype=np.int32)
+    first = np.empty((k, counter.n_blocks, counter.vocab), dtype=np.int32)
     second = np.empty((k, counter.n_blocks, counter.vocab), dtype=np.int32)
     modes = np.array([counting.PARTNER_MODES[p] for p in partners])
     seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
-        counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, r,
-        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, life_of, life,
+        counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, np.full(k, r),
+        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, life_of, life, counter.vocab,
     )
     return (xloc, ys, fill_end, first, second) + ((life,) if life_of.size else ())
 
@@ -239,7 +239,10 @@ def test_offsets_are_batched_to_fit_the_cache() -> None:
     cut = small.batches(reversed(offsets), 2)
     assert [r for b in cut for r in b] == offsets and len(cut) > 1
     assert max(len(b) for b in cut) * 2 * 64 * 64 * 4 <= counting.DENSE_BATCH_BYTES
-    assert not large.dense and large.batches(offsets, 2) == [[r] for r in offsets]
+    pass_size = counting.OFFSETS_PER_PASS  # the partitioned kernel shares a pass between offsets
+    assert not large.dense and large.batches(offsets, 2) == [offsets[i : i + pass_size] for i in range(0, 29, pass_size)]
+    words = PairCounter(TokenStream("w", np.arange(70_000) % 66_000, [70_000], 66_000))
+    assert words.vocab > counting.PASS_MAX_VOCAB and words.batches(offsets) == [[r] for r in offsets]
 
 
 @pytest.mark.parametrize(
