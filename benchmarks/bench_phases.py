@@ -6,9 +6,11 @@ BPE-32k at ``--tokens``), for one offset at a time (``--offsets``, real pairs):
 - why the partitioned kernel exists: a bare read of every partner ``tokens[p + r]`` with
   positions in first-token order (what the previous grouped kernel did) against the same
   reads in position order;
-- the partitioned kernel's phases (BPE streams) for the real pairs: ``emit_pairs`` (pairs
-  into first-token partitions, both marginals per block), ``partition_sums`` with and
-  without the jackknife deltas, and ``row_sums`` of one marginal;
+- the partitioned kernel's phases (BPE streams) for the real pairs, at one offset and at
+  ``OFFSETS_PER_PASS`` consecutive offsets in one pass (as the counter takes them; per
+  pair-update): ``emit_pairs`` (pairs into first-token partitions, both marginals per
+  block), ``partition_sums`` with and without the jackknife deltas, and ``row_sums`` of
+  one marginal;
 - the dense kernel (bytes) for the real pairs, with and without the jackknife;
 - the rotation null (the default estimator's second table), counted once for the speed
   benchmark's 29 offsets: ``emit_pairs`` with each pair's life, ``null_sweep_sums`` with and
@@ -33,7 +35,7 @@ import numpy as np
 from bench_speed import FORTUNES_DIR, GCIDE, N_OFFSETS, build_streams, english_documents, offset_grid
 from benchlib import format_table, machine_line
 from depstat import kernels
-from depstat.counting import PART_TOKENS, PairCounter, slot_arrays
+from depstat.counting import OFFSETS_PER_PASS, PART_TOKENS, PairCounter, slot_arrays
 from depstat.stream import TokenStream
 
 
@@ -73,32 +75,39 @@ def gather_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]
 
 
 def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]:
-    """ns per pair of each phase of the partitioned kernel at offset r, real pairs."""
-    counter._kept = None
-    xloc, ys, fill_end, first, second = counter._buffers(1)
-    modes, seeds, none = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.empty(0, np.uint8)
+    """ns per pair-update of each phase of the partitioned kernel, real pairs: offset r alone,
+    and offsets r .. r + OFFSETS_PER_PASS - 1 in one pass (as the counter takes them)."""
+    rows = []
+    for slot_r in (np.array([r]), r + np.arange(OFFSETS_PER_PASS)):
+        k = len(slot_r)
+        counter._kept = None
+        xloc, ys, fill_end, first, second = counter._buffers(k)
+        modes, seeds, none = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64), np.empty(0, np.uint8)
 
-    def emit() -> None:
-        kernels.emit_pairs(
-            counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
-            np.array([r]), modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab,
-        )
+        def emit() -> None:
+            kernels.emit_pairs(
+                counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
+                slot_r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab,
+            )
 
-    def count(jackknife: bool) -> Callable[[], object]:
-        return lambda: kernels.partition_sums(
-            xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES,
-            jackknife, numba.get_num_threads(),
-        )
+        def count(jackknife: bool) -> Callable[[], object]:
+            return lambda: kernels.partition_sums(
+                xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES,
+                jackknife, numba.get_num_threads(),
+            )
 
-    emit()
-    n = int(first.sum())
-    phases = [
-        ("emit_pairs, real", emit),
-        ("partition_sums, real, jackknife", count(True)),
-        ("partition_sums, real", count(False)),
-        ("row_sums of one marginal", lambda: kernels.row_sums(first[0], kernels.SUM_TABLES, True)),
-    ]
-    return [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
+        emit()
+        n = int(first.sum())
+        label = "real" if k == 1 else f"real, {k} offsets a pass"
+        phases = [
+            (f"emit_pairs, {label}", emit),
+            (f"partition_sums, {label}, jackknife", count(True)),
+            (f"partition_sums, {label}", count(False)),
+        ]
+        if k == 1:
+            phases.append(("row_sums of one marginal", lambda: kernels.row_sums(first[0], kernels.SUM_TABLES, True)))
+        rows += [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
+    return rows
 
 
 def dense_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]:
