@@ -204,12 +204,12 @@ def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n:
     return q + 1, _partner(q, 0, r, mode, n, seed) - q
 
 
-EMIT_RUN = 4096  # positions per run of emit_pairs: where the first process's pairs went is kept for the others
+EMIT_RUN = 4096  # positions per run of emit_pairs: where the first slot's pairs went is kept for the others
 
 
 @nb.njit(cache=True, inline="always")
 def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, second_row, life, life_of, dend):
-    """The first process's pairs of positions q .. stop - 1; with ``keep``, ``where[i - q]`` keeps each pair's place.
+    """The first slot's pairs of positions q .. stop - 1; with ``keep``, ``where[i - q]`` keeps each pair's place.
 
     With a ``life`` buffer, each pair also gets ``life_of[d]`` for its position's distance d
     to the document end ``dend`` (capped at the table's end).
@@ -514,15 +514,11 @@ def partition_sums(
 
 
 @nb.njit(cache=True, inline="always")
-def _death_change(jk, t, c, same, tables):
-    """Add to ``jk`` the change of a cell's delete-block delta f(t - c) - f(t) when the cell
-    loses one pair (t -> t - 1), from this block (``same``, c -> c - 1) or another."""
-    if same:  # f(t - c) is unchanged; f(t) becomes f(t - 1)
-        _add_sums(jk, t, tables, 1.0)
-        _add_sums(jk, t - 1, tables, -1.0)
-        return
-    _add_sums(jk, t - 1 - c, tables, 1.0)
-    _add_sums(jk, t - 1, tables, -1.0)
+def _cell_change(jk, t, c, t2, c2, tables):
+    """Add to ``jk`` the change of a cell's delete-block delta f(t - c) - f(t) when its total
+    goes from t to t2 and the block's part of it from c to c2."""
+    _add_sums(jk, t2 - c2, tables, 1.0)
+    _add_sums(jk, t2, tables, -1.0)
     _add_sums(jk, t - c, tables, -1.0)
     _add_sums(jk, t, tables, 1.0)
 
@@ -531,8 +527,9 @@ def _death_change(jk, t, c, same, tables):
 def _sweep_token(src, blk, life, a, b, n_life, total, run, hit, touched, slot, cells, dying, bins, cb,
                  tables, diff, jk_diff, jackknife):
     """One first token's null pairs ``src[a:b]`` (block order): its joint sums at the first
-    offset into ``diff[0]``/``jk_diff[0]``, then each pair's deletion at offset index
-    ``life`` into ``diff[life]``/``jk_diff[life]``. Returns ``cb``, grown if it had to be."""
+    offset into ``diff[0]``/``jk_diff[0]``, then the deletion of the pairs whose life ends at
+    each offset index j into ``diff[j]``/``jk_diff[j]``, all of a cell's at once. Returns
+    ``cb``, grown if it had to be."""
     n_blocks = jk_diff.shape[1]
     n_t = _count_sorted(src, blk, a, b, total, run, hit, touched, tables, jk_diff[0], jackknife)
     for j in range(n_t):
@@ -548,10 +545,10 @@ def _sweep_token(src, blk, life, a, b, n_life, total, run, hit, touched, slot, c
                 cells[n_c] = y
                 n_c += 1
     if n_d > 0:
-        if jackknife:  # the dying cells' pairs per block
-            if n_c * n_blocks > cb.shape[0]:
-                cb = np.empty(2 * n_c * n_blocks, dtype=np.int32)
-            cb[: n_c * n_blocks] = 0
+        if jackknife:  # the dying cells' pairs per block, and room for their drops at one offset
+            if 2 * n_c * n_blocks > cb.shape[0]:
+                cb = np.empty(4 * n_c * n_blocks, dtype=np.int32)
+            cb[: 2 * n_c * n_blocks] = 0
             for i in range(a, b):
                 k = slot[src[i]]
                 if k >= 0:
@@ -566,23 +563,41 @@ def _sweep_token(src, blk, life, a, b, n_life, total, run, hit, touched, slot, c
             at = bins[life[i]]
             bins[life[i]] = at + 1
             hit[at] = i  # hit is free here: a list of pair indices, in offset order
-        for e in range(n_d):
-            i = hit[e]
-            j = life[i]
-            y = src[i]
-            t = total[y]
-            _add_sums(diff[j], t - 1, tables, 1.0)
-            _add_sums(diff[j], t, tables, -1.0)
-            total[y] = t - 1
-            if not jackknife:
-                continue
-            k = slot[y] * n_blocks
-            g0 = blk[i]
-            for g in range(n_blocks):
-                c = cb[k + g]
-                if c > 0:
-                    _death_change(jk_diff[j, g], t, c, g == g0, tables)
-            cb[k + g0] -= 1
+        pending = cb[n_c * n_blocks :]  # a cell's pairs dropped at this offset, per block
+        e = 0
+        while e < n_d:  # one offset index at a time, each cell's drops there at once
+            j = life[hit[e]]
+            n_p = 0
+            f = e
+            while f < n_d and life[hit[f]] == j:
+                i = hit[f]
+                y = src[i]
+                if run[y] == 0:  # run (all zero) counts the cell's drops; dying lists the cells
+                    dying[n_p] = y
+                    n_p += 1
+                run[y] += 1
+                if jackknife:
+                    pending[slot[y] * n_blocks + blk[i]] += 1
+                f += 1
+            for h in range(n_p):
+                y = dying[h]
+                t = total[y]
+                t2 = t - run[y]
+                run[y] = 0
+                _add_sums(diff[j], t2, tables, 1.0)
+                _add_sums(diff[j], t, tables, -1.0)
+                total[y] = t2
+                if not jackknife:
+                    continue
+                k = slot[y] * n_blocks
+                for g in range(n_blocks):
+                    c = cb[k + g]
+                    if c > 0:
+                        c2 = c - pending[k + g]
+                        _cell_change(jk_diff[j, g], t, c, t2, c2, tables)
+                        cb[k + g] = c2
+                        pending[k + g] = 0
+            e = f
         for e in range(n_c):
             slot[cells[e]] = -1
     for j in range(n_t):
