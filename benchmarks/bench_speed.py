@@ -355,11 +355,13 @@ PLUGIN_KEYS = ("c", "d", "e", "f")
 def tiny_stream(vocab: int) -> TokenStream:
     """A small random stream over ``vocab`` token types that runs every code path quickly.
 
-    depstat reads tokens as uint8 when V <= 256 and uint16 up to 65536: each is its own
-    kernel signature, so both must be warmed up before timing.
+    depstat reads tokens as uint8 when V <= 256 and uint16 up to 65536, and counts more than
+    256 token types in use with the partitioned kernel: each is its own code path or
+    kernel signature, so all must be warmed up before timing (up to 300 types, so a BPE
+    stream's warm-up takes the partitioned path).
     """
     rng = np.random.default_rng(0)
-    return TokenStream("warm-up", rng.integers(0, min(vocab, 50), 4000), np.full(4, 1000), vocab)
+    return TokenStream("warm-up", rng.integers(0, min(vocab, 300), 4000), np.full(4, 1000), vocab)
 
 
 def warm_up(methods: tuple[Method, ...]) -> tuple[float, str]:
