@@ -14,9 +14,9 @@ BPE-32k at ``--tokens``), for one offset at a time (``--offsets``, real pairs):
 - the dense kernel (bytes) for the real pairs, with and without the jackknife;
 - the rotation null (the default estimator's second table), counted once for the speed
   benchmark's 29 offsets: ``emit_pairs`` with each pair's life, ``null_sweep_sums`` with and
-  without the jackknife, and the marginals' updates (``drop_positions`` + ``row_sums``),
-  each per pair-update of the whole profile (its time over the pairs of all 29 offsets),
-  so the rows add to the real pairs' rows.
+  without the jackknife, and the marginals' updates (``drop_positions`` + ``row_sums`` of
+  the second; the first's sums come from the real pairs), each per pair-update of the whole
+  profile (its time over the pairs of all 29 offsets), so the rows add to the real pairs' rows.
 
 Times are the best of ``--repeats`` calls, divided by the pairs at that offset.
 Run: ``python benchmarks/bench_phases.py [--tokens N] [--offsets R,S] [--repeats K]
@@ -134,7 +134,7 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
     (partitioned kernel) each phase of its sweep."""
     pairs = sum(counter.stream.pairs_at(r)[0] for r in offsets)
     whole = [["null: all offsets, with the jackknife", "",
-              best_seconds(lambda: counter._rotation_nulls(offsets, True), repeats) * 1e9 / pairs]]
+              best_seconds(lambda: counter._rotation_nulls(offsets, True, False), repeats) * 1e9 / pairs]]
     if counter.dense:
         return whole
     n, table = counter.tokens.shape[0], kernels.SUM_TABLES
@@ -164,8 +164,7 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
         for j in range(1, len(offsets)):
             kernels.drop_positions(counter.tokens, counter.doc_ends, counter.block_starts, offsets[j - 1],
                                    offsets[j], counter.shift, f, g, np.empty((0, 0, 0), dtype=np.int32))
-            kernels.row_sums(f, table, True)
-            kernels.row_sums(g, table, True)
+            kernels.row_sums(g, table, True)  # the first marginal's sums come from the real pairs
 
     emit()
     phases = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 
 import numba
 import numpy as np
@@ -171,13 +172,19 @@ class PairCounter:
         """
         offsets = sorted({int(r) for r in offsets})
         each = [p for p in partners if p != "rotate"]  # counted offset by offset
-        nulls = self._rotation_nulls(offsets, jackknife) if "rotate" in partners else {}
+        # the null's first marginal is the real pairs' (same positions, same blocks): on
+        # partitions it is taken from them rather than summed twice
+        shared = "real" in each and not self.dense
+        nulls = self._rotation_nulls(offsets, jackknife, not shared) if "rotate" in partners else {}
         for batch in self.batches(offsets, len(each)):
-            out = {("rotate", r): nulls[r] for r in batch if r in nulls}
+            out = {}
             if each and self.dense:
                 out.update(self._dense_batch(batch, each, jackknife))
             elif each:
                 out.update(self._partitioned_batch(batch, each, jackknife))
+            for r in batch if nulls else ():
+                real = out["real", r] if shared else None
+                out["rotate", r] = replace(nulls[r], first=real.first, first_jk=real.first_jk) if real else nulls[r]
             yield batch, out
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
@@ -261,14 +268,18 @@ class PairCounter:
             )
         return out
 
-    def _rotation_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
+    def _rotation_nulls(self, offsets: list[int], jackknife: bool, first: bool = True) -> dict[int, TableSums]:
         """The rotation null's sums at every offset (ascending), counted once and then followed
-        through the pairs each larger offset drops (``_dense_nulls`` or ``_null_sweep``)."""
+        through the pairs each larger offset drops (``_dense_nulls`` or ``_null_sweep``).
+
+        Without ``first``, the partitioned path leaves the first marginal's sums at zero
+        for the caller to fill in from the real pairs.
+        """
         if self.dense:
             return self._dense_nulls(offsets, jackknife)
         out = {}
         for i in range(0, len(offsets), MAX_SWEEP):
-            out.update(self._null_sweep(offsets[i : i + MAX_SWEEP], jackknife))
+            out.update(self._null_sweep(offsets[i : i + MAX_SWEEP], jackknife, first))
         return out
 
     def _dense_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
@@ -290,7 +301,7 @@ class PairCounter:
                     counts, kernels.SUM_TABLES, jackknife)))
         return {r: out["rotate", r] for r in offsets}
 
-    def _null_sweep(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
+    def _null_sweep(self, offsets: list[int], jackknife: bool, first_sums: bool) -> dict[int, TableSums]:
         """``_rotation_nulls`` on partitions, for at most MAX_SWEEP ascending offsets.
 
         ``emit_pairs`` writes the null pairs of the first offset with each pair's life (how
@@ -328,12 +339,14 @@ class PairCounter:
                     self.tokens, self.doc_ends, self.block_starts, offsets[j - 1], r, self.shift, first, second,
                     np.empty((0, 0, 0), dtype=np.int32),
                 )
-            first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+            if first_sums:
+                f_sums, f_jk = kernels.row_sums(first, table, jackknife)
+            else:
+                f_sums, f_jk = np.zeros(kernels.N_SUMS), np.zeros((self.n_blocks, kernels.N_SUMS))
             second_sums, second_jk = kernels.row_sums(second, table, jackknife)
             block_pairs = first.sum(axis=1, dtype=np.int64)
             out[r] = TableSums(
-                int(block_pairs.sum()), joint[j], first_sums, second_sums, joint_jk[j], first_jk, second_jk,
-                block_pairs,
+                int(block_pairs.sum()), joint[j], f_sums, second_sums, joint_jk[j], f_jk, second_jk, block_pairs,
             )
         return out
 
