@@ -14,8 +14,8 @@ repeated: repeats would inflate MI and flatter the cache), in this order until `
 Files with identical content are taken once. Then it times, in one process, after a tiny
 warm-up profile (Numba compiles or loads its kernels there):
 
-* ``profile()`` with an empty cache (cold), split into read + train + tokenize, count and
-  estimate (``Profile.run["seconds"]``);
+* ``profile()`` with an empty cache (cold), split into read + train + tokenize, count (also
+  per granularity) and estimate (``Profile.run["seconds"]``);
 * the tokenize stage again with that cache filled (warm: what a rerun's ``profile()``
   spends before counting, which is unchanged) and without a cache (``text_streams``),
   granularity by granularity; the warm and uncached streams must be identical or the
@@ -231,6 +231,7 @@ def main() -> None:
         print(format_table(["stage", "cold cache", "warm cache", "no cache"], [
             ["read + train + tokenize", f"{s['tokenize']:.1f}", f"{seconds['warm']:.1f}", f"{seconds['none']:.1f}"],
             ["count", f"{s['count']:.1f}", "", ""],
+            *[[f"  of which {name}", f"{s[f'count {name}']:.1f}", "", ""] for name in names],
             ["estimate", f"{s['estimate']:.1f}", "", ""],
             ["total profile()", f"{wall:.1f}", f"{wall - s['tokenize'] + seconds['warm']:.1f} (sum)", ""],
         ]))

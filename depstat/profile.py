@@ -164,13 +164,15 @@ def mi_profile(
     """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs.
 
     Records the jackknife unit (and a warning for single-document streams) in ``stream.info``;
-    adds the seconds spent counting and estimating to ``timings["count"]``/``["estimate"]``.
+    adds the seconds spent counting and estimating to ``timings["count"]``/``["estimate"]``,
+    and the counting of this stream alone to ``timings["count <name>"]``.
     """
     clock = _Stopwatch(timings)
     _check_estimator(estimator)
     if not 0 < confidence < 1:
         raise DepstatError(f"confidence must be between 0 and 1, got {confidence}")
-    with clock("count"):
+    counting = ("count", f"count {stream.name}")
+    with clock(*counting):
         counter = counter(stream, n_blocks=n_blocks, seed=seed)
     stream.info["jackknife_unit"] = counter.block_unit
     if stream.n_docs < 2 and est.nulls_needed(estimator):
@@ -185,7 +187,7 @@ def mi_profile(
     deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
     with bar(desc=f"count {stream.name}", unit="offset", total=len(offsets)) as progress:
         progress.update(len(skipped))
-        for batch, sums in clock.each("count", counter.sweep(usable, partners, jackknife=deltas)):
+        for batch, sums in clock.each(counting, counter.sweep(usable, partners, jackknife=deltas)):
             progress.update(len(batch))
             for r in batch:
                 real = sums["real", r]
@@ -417,19 +419,21 @@ class _Stopwatch:
         self.timings = timings
 
     @contextmanager
-    def __call__(self, key: str) -> Iterator[None]:
+    def __call__(self, *keys: str) -> Iterator[None]:
         start = time.perf_counter()
         try:
             yield
         finally:
-            if self.timings is not None:
-                self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            for key in keys if self.timings is not None else ():
+                self.timings[key] = self.timings.get(key, 0.0) + elapsed
 
-    def each(self, key: str, items: Iterable[T]) -> Iterator[T]:
+    def each(self, keys: str | tuple[str, ...], items: Iterable[T]) -> Iterator[T]:
         """The items, timing how long each takes to produce (the work of a generator)."""
         items = iter(items)
+        keys = (keys,) if isinstance(keys, str) else keys
         while True:
-            with self(key):
+            with self(*keys):
                 item = next(items, None)
             if item is None:
                 return

@@ -60,7 +60,10 @@ def test_a_warm_run_reproduces_a_cold_run_and_encodes_nothing(tmp_path: Path) ->
     assert c["shards_encoded"] >= 8 and c["shards_reused"] == 0 and c["tokenizers_trained"] == 2
     assert w["shards_encoded"] == 0 and w["shards_reused"] == c["shards_encoded"]
     assert w["tokenizers_trained"] == 0 and w["tokenizers_reused"] == 2
-    assert "cache" not in plain.run and set(warm.run["seconds"]) == {"tokenize", "count", "estimate"}
+    seconds = warm.run["seconds"]
+    assert "cache" not in plain.run
+    assert set(seconds) == {"tokenize", "count", "estimate"} | {f"count {g}" for g in warm.granularities}
+    assert sum(seconds[f"count {g}"] for g in warm.granularities) == pytest.approx(seconds["count"])
 
 
 def test_an_edited_file_invalidates_only_its_own_shards(tmp_path: Path) -> None:
