@@ -204,7 +204,7 @@ def main() -> None:
         opts = dict(granularities=names, max_tokens=args.max_tokens, max_offset=args.max_offset,
                     train_docs=args.train_docs)
         print(f"\nprofile options: {opts}")
-        profile(str(corpus_path), granularities=["bytes"], max_docs=20, max_offset=64)  # Numba warm-up
+        profile(str(corpus_path), granularities=names, max_docs=20, max_offset=64)  # Numba warm-up, every kernel path
 
         wall, cold = timed(lambda: profile(str(corpus_path), cache_dir=cache_dir, **opts))
         print(f"cold profile(): {wall:.1f} s", file=sys.stderr)

@@ -301,6 +301,25 @@ class PairCounter:
                     counts, kernels.SUM_TABLES, jackknife)))
         return {r: out["rotate", r] for r in offsets}
 
+    def emit_null(self, offsets: list[int]) -> tuple[np.ndarray, ...]:
+        """The rotation null's pairs at the first of ``offsets`` (ascending) in fresh partition
+        buffers, each with its life: ``(xloc, ys, life, fill_end, first, second)``."""
+        n = self.tokens.shape[0]
+        # life of a position d tokens before its document's end: the offsets r < d
+        life_of = np.searchsorted(np.asarray(offsets), np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
+        xloc, life = np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.uint8)
+        ys = np.empty((1, n), dtype=self.tokens.dtype)
+        fill_end = np.empty_like(self.region)
+        first = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
+        second = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
+        with threads_for(n, "emit_pairs"):
+            kernels.emit_pairs(
+                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, np.array(offsets[:1]),
+                np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64), self.shift, xloc, ys, fill_end,
+                first, second, life_of, life, self.vocab,
+            )
+        return xloc, ys, life, fill_end, first, second
+
     def _null_sweep(self, offsets: list[int], jackknife: bool, first_sums: bool) -> dict[int, TableSums]:
         """``_rotation_nulls`` on partitions, for at most MAX_SWEEP ascending offsets.
 
@@ -311,20 +330,7 @@ class PairCounter:
         """
         n = self.tokens.shape[0]
         table = kernels.SUM_TABLES
-        # life of a position d tokens before its document's end: the offsets r < d
-        life_of = np.searchsorted(np.asarray(offsets), np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
-        xloc, life = np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.uint8)
-        ys = np.empty((1, n), dtype=self.tokens.dtype)
-        fill_end = np.empty_like(self.region)
-        first = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
-        second = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
-        modes = np.array([kernels.MODE_ROTATE], dtype=np.int64)
-        with threads_for(n, "emit_pairs"):
-            kernels.emit_pairs(
-                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, np.array(offsets[:1]),
-                modes, np.zeros(1, dtype=np.int64), self.shift, xloc, ys, fill_end, first, second, life_of, life,
-                self.vocab,
-            )
+        xloc, ys, life, fill_end, first, second = self.emit_null(offsets)
         with threads_for(n, "null_sweep_sums"):
             joint, joint_jk = kernels.null_sweep_sums(
                 xloc, ys, life, self.region, fill_end, self.widths, self.vocab, len(offsets), table,

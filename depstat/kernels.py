@@ -463,6 +463,16 @@ def _partition_sums(
         sums[s, 2] += cells
 
 
+@nb.njit(cache=True)
+def _chunk_totals(sums_c: np.ndarray, jk_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The fixed chunks' sums and deltas added in chunk order (so the thread count changes nothing)."""
+    sums, jk = np.zeros(sums_c.shape[1:]), np.zeros(jk_c.shape[1:])
+    for c in range(sums_c.shape[0]):
+        sums += sums_c[c]
+        jk += jk_c[c]
+    return sums, jk
+
+
 @nb.njit(cache=True, parallel=True)
 def partition_sums(
     xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray,
@@ -505,12 +515,7 @@ def partition_sums(
                 )
             joint_c[c] = sums
             joint_jk_c[c] = jk
-    joint = np.zeros((n_slots, N_SUMS))
-    joint_jk = np.zeros((n_slots, n_blocks, N_SUMS))
-    for c in range(N_CHUNKS):
-        joint += joint_c[c]
-        joint_jk += joint_jk_c[c]
-    return joint, joint_jk
+    return _chunk_totals(joint_c, joint_jk_c)
 
 
 @nb.njit(cache=True, inline="always")
@@ -654,11 +659,7 @@ def null_sweep_sums(
                                       touched, slot, cells, dying, bins, cb, tables, diff, jk_diff, jackknife)
             diff_c[c] = diff
             jk_c[c] = jk_diff
-    joint = np.zeros((n_life, N_SUMS))
-    joint_jk = np.zeros((n_life, n_blocks, N_SUMS))
-    for c in range(N_CHUNKS):
-        joint += diff_c[c]
-        joint_jk += jk_c[c]
+    joint, joint_jk = _chunk_totals(diff_c, jk_c)
     for j in range(1, n_life):  # changes -> values
         joint[j] += joint[j - 1]
         joint_jk[j] += joint_jk[j - 1]

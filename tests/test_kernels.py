@@ -167,7 +167,7 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
             npt.assert_array_equal(joint_jk[j], many["rotate", r_j].joint_jk)
     if not each:
         return
-    xloc, ys, fill_end, first, second = emit(counter, r, each, np.empty(0, np.uint8))
+    xloc, ys, fill_end, first, second = emit(counter, r, each)
     joint, joint_jk = kernels.partition_sums(
         xloc, ys, counter.region, fill_end, counter.widths, counter.vocab, kernels.SUM_TABLES, True, workers,
     )
@@ -176,11 +176,11 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
         npt.assert_array_equal(joint_jk[s], many[p, r].joint_jk)
 
 
-def emit(counter: PairCounter, r: int, partners: list[str], life_of: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``kernels.emit_pairs`` at offset r into fresh buffers (with each pair's life when life_of is given)."""
+def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray, ...]:
+    """``kernels.emit_pairs`` at offset r into fresh buffers."""
     n, k = counter.tokens.shape[0], len(partners)
     xloc, ys = np.empty(n, dtype=np.uint8), np.empty((k, n), dtype=counter._buffers(k)[1].dtype)
-    life = np.empty(n if life_of.size else 0, dtype=np.uint8)
+    none = np.empty(0, dtype=np.uint8)
     fill_end = np.empty_like(counter.region)
     first = np.empty((k, counter.n_blocks, counter.vocab), dtype=np.int32)
     second = np.empty((k, counter.n_blocks, counter.vocab), dtype=np.int32)
@@ -188,15 +188,14 @@ def emit(counter: PairCounter, r: int, partners: list[str], life_of: np.ndarray)
     seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
         counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, np.full(k, r),
-        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, life_of, life, counter.vocab,
+        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab,
     )
-    return (xloc, ys, fill_end, first, second) + ((life,) if life_of.size else ())
+    return xloc, ys, fill_end, first, second
 
 
 def null_sweep(counter: PairCounter, offsets: list[int], workers: int) -> tuple[np.ndarray, np.ndarray]:
     """``kernels.null_sweep_sums`` of the rotation null over ascending offsets, on ``workers`` workers."""
-    life_of = np.searchsorted(offsets, np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
-    xloc, ys, fill_end, _, _, life = emit(counter, offsets[0], ["rotate"], life_of)
+    xloc, ys, life, fill_end, _, _ = counter.emit_null(offsets)
     return kernels.null_sweep_sums(
         xloc, ys, life, counter.region, fill_end, counter.widths, counter.vocab, len(offsets),
         kernels.SUM_TABLES, True, workers,
