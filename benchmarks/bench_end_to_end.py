@@ -12,7 +12,8 @@ repeated: repeats would inflate MI and flatter the cache), in this order until `
 4. Python source under this interpreter's site-packages, one document per file, to fill up.
 
 Files with identical content are taken once. Then it times, in one process, after a tiny
-warm-up profile (Numba compiles or loads its kernels there):
+warm-up profile and a warm-up of the kernels for wide (32-bit) token ids (Numba compiles
+or loads its kernels there, ``warm_up``):
 
 * ``profile()`` with an empty cache (cold), split into read + train + tokenize, count (also
   per granularity) and estimate (``Profile.run["seconds"]``);
@@ -44,11 +45,14 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from benchlib import format_table, machine_line
 from depstat.cache import TokenCache, split_shards
 from depstat.corpus import open_corpus
 from depstat.granularity import DEFAULT_LADDER, text_streams
-from depstat.profile import _sample, profile
+from depstat.profile import _sample, mi_profile, profile
+from depstat.stream import TokenStream
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
@@ -171,6 +175,19 @@ def timed(fn) -> tuple[float, object]:
     return time.perf_counter() - start, value
 
 
+def warm_up(corpus_path: Path, names: list[str]) -> None:
+    """Compile (or load) every kernel variant the timed profile runs, so that its count is not compile time.
+
+    A tiny profile of the corpus covers each granularity's kernel path, but its words
+    vocabulary is small; the full corpus uses more than 65,536 words, which the counter
+    relabels to 32-bit ids: kernels of another type, compiled on a stream that needs them.
+    """
+    profile(str(corpus_path), granularities=names, max_docs=20, max_offset=64)
+    wide = 70_000
+    ids = np.random.default_rng(0).permutation(np.tile(np.arange(wide, dtype=np.uint32), 3))
+    mi_profile(TokenStream("wide", ids, np.array([len(ids) // 2, len(ids) - len(ids) // 2]), wide), [1, 2, 64])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100, help="corpus size in MB of UTF-8 text (default: 100)")
@@ -204,7 +221,7 @@ def main() -> None:
         opts = dict(granularities=names, max_tokens=args.max_tokens, max_offset=args.max_offset,
                     train_docs=args.train_docs)
         print(f"\nprofile options: {opts}")
-        profile(str(corpus_path), granularities=names, max_docs=20, max_offset=64)  # Numba warm-up, every kernel path
+        warm_up(corpus_path, names)
 
         wall, cold = timed(lambda: profile(str(corpus_path), cache_dir=cache_dir, **opts))
         print(f"cold profile(): {wall:.1f} s", file=sys.stderr)

@@ -81,13 +81,14 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
     for slot_r in (np.array([r]), r + np.arange(OFFSETS_PER_PASS)):
         k = len(slot_r)
         counter._kept = None
-        xloc, ys, fill_end, first, second = counter._buffers(k)
+        xloc, ys, first, second = counter._buffers(k, counter.tokens.shape[0])
+        fill_end = np.empty_like(counter.region)
         modes, seeds, none = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64), np.empty(0, np.uint8)
 
         def emit() -> None:
             kernels.emit_pairs(
                 counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
-                slot_r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab,
+                slot_r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab, -1, False,
             )
 
         def count(jackknife: bool) -> Callable[[], object]:
@@ -105,7 +106,7 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
             (f"partition_sums, {label}", count(False)),
         ]
         if k == 1:
-            phases.append(("row_sums of one marginal", lambda: kernels.row_sums(first[0], kernels.SUM_TABLES, True)))
+            phases.append(("row_sums of one marginal", lambda: kernels.row_sums(first[:1], kernels.SUM_TABLES, True)))
         rows += [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
     return rows
 
@@ -138,14 +139,14 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
     if counter.dense:
         return whole
     table = kernels.SUM_TABLES
-    xloc, ys, life, fill_end, first, second = counter.emit_null(offsets)
+    xloc, ys, life, region, fill_end, first, second = counter.emit_null(offsets)
 
     def emit() -> None:
         counter.emit_null(offsets)  # with fresh buffers, as a profile runs it
 
     def sweep(jackknife: bool) -> Callable[[], object]:
         return lambda: kernels.null_sweep_sums(
-            xloc, ys, life, counter.region, fill_end, counter.widths, counter.vocab, len(offsets), table,
+            xloc, ys, life, region, fill_end, counter.widths, counter.vocab, len(offsets), table,
             jackknife, numba.get_num_threads(),
         )
 
@@ -154,7 +155,7 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
         for j in range(1, len(offsets)):
             kernels.drop_positions(counter.tokens, counter.doc_ends, counter.block_starts, offsets[j - 1],
                                    offsets[j], counter.shift, f, g, np.empty((0, 0, 0), dtype=np.int32))
-            kernels.row_sums(g, table, True)  # the first marginal's sums come from the real pairs
+            kernels.row_sums(g[None], table, True)  # the first marginal's sums come from the real pairs
 
     phases = [
         ("null: emit_pairs with life (fresh buffers), once", emit),

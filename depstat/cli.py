@@ -30,6 +30,19 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+def _size(text: str) -> int:
+    """A size in bytes, with an optional K, M or G suffix (powers of 1024)."""
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    digits = text[:-1] if scale > 1 else text
+    try:
+        value = float(digits) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a size such as 512M or 2G, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive size, got {text!r}")
+    return int(value)
+
+
 def corpus_options() -> argparse.ArgumentParser:
     """Options shared by every command that may profile a corpus."""
     p = argparse.ArgumentParser(add_help=False)
@@ -62,6 +75,11 @@ def corpus_options() -> argparse.ArgumentParser:
     e.add_argument("--confidence", type=float, default=0.95, help="interval confidence level (default: 0.95)")
     e.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help=f"jackknife blocks (default: {DEFAULT_BLOCKS})")
     e.add_argument("--seed", type=int, default=0, help="seed of the i.i.d. null (shuffle estimator)")
+    e.add_argument(
+        "--pair-memory", type=_size, default=None, metavar="SIZE",
+        help="cap the local counter's pair buffers (e.g. 512M): partitions are then counted in groups, "
+        "each a pass over the stream (slower; see docs/scale.md)",
+    )
     d = p.add_argument_group("distributed counting (Dask; pip install -e '.[dask]')")
     w = d.add_mutually_exclusive_group()
     w.add_argument("--workers", type=int, default=None, metavar="N", help="tokenize and count on an embedded Dask LocalCluster of N worker processes")
@@ -180,6 +198,7 @@ def run_profile(args: argparse.Namespace) -> Profile:
         workers=args.workers,
         scheduler=args.scheduler,
         shared_dir=args.shared_dir,
+        pair_memory=args.pair_memory,
         text_field=args.text_field,
         ids_field=args.ids_field,
         eos_id=args.eos_id,

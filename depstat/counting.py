@@ -23,7 +23,7 @@ PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid"
 # two for real pairs and a null counted with them, with the jackknife).
 PARALLEL_MIN_WORK = {
     "dense_counts": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000,
-    "null_sweep_sums": 1_000_000,
+    "null_sweep_sums": 1_000_000, "row_sums": 100_000,
 }
 # Target positions per partition of the partitioned kernel. Fewer, larger partitions mean
 # fewer write streams in emit_pairs: on 10M tokens of BPE-8k, real pairs + rotation null,
@@ -108,14 +108,20 @@ class PairCounter:
     counted once for all the offsets asked for, then follows the pairs each larger offset
     drops at document ends (dense tables, or ``kernels.null_sweep_sums`` on partitions).
     The kernels' buffers are kept between calls (1 + 2 x slots bytes per token for the
-    partitioned kernel, the block tables for the dense one).
+    partitioned kernel, the block tables for the dense one). With ``pair_memory`` (bytes),
+    the partitions are counted in groups whose pair buffers fit in it, each group reading
+    the whole stream: the buffers then hold at most ``pair_memory`` or one partition (a
+    frequent token is a partition of its own), whatever the stream's length.
     """
 
     def __init__(
         self, stream: TokenStream, n_blocks: int = 20, seed: int = 0, dense: bool | None = None,
-        part_tokens: int = PART_TOKENS,
+        part_tokens: int = PART_TOKENS, pair_memory: int | None = None,
     ) -> None:
         self.stream = stream
+        if pair_memory is not None and pair_memory <= 0:
+            raise DepstatError(f"the pair buffers need a positive memory limit, got {pair_memory:,} bytes")
+        self.pair_memory = pair_memory
         tok = stream.tokens
         n = tok.shape[0]
         if n >= 2**31:
@@ -222,18 +228,51 @@ class PairCounter:
             self._kept = (np.empty(cells, dtype=np.int32),)
         return self._kept[0][:cells].reshape(self.n_blocks, n_slots, self.vocab, self.vocab)
 
-    def _buffers(self, n_slots: int) -> tuple[np.ndarray, ...]:
-        """The partitioned kernel's buffers (xloc, ys, fill_end, first, second), kept for the next batch.
+    def groups(self, bytes_per_pair: int) -> list[tuple[int, int]]:
+        """Runs ``[lo, hi)`` of consecutive partitions counted together: all of them, or with
+        ``pair_memory`` as many as fit in it at ``bytes_per_pair`` (at least one each)."""
+        n_parts = len(self.widths)
+        if self.pair_memory is None:
+            return [(0, n_parts)]
+        start = np.append(self.region[:, 0], self.tokens.shape[0])  # each partition's first place, and the end
+        fit = max(1, self.pair_memory // bytes_per_pair)
+        out, lo = [], 0
+        for hi in range(2, n_parts + 1):
+            if start[hi] - start[lo] > fit:
+                out.append((lo, hi - 1))
+                lo = hi - 1
+        out.append((lo, n_parts))
+        return out
+
+    def group_layout(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+        """``(code, region, spill, places)`` for ``emit_pairs`` to write partitions lo .. hi - 1 only.
+
+        The group's regions start at 0; the tokens of other partitions go to partition
+        ``spill`` = hi - lo, which ``emit_pairs`` skips (-1 when the group is every partition).
+        """
+        n_parts = len(self.widths)
+        if (lo, hi) == (0, n_parts):
+            return self.code, self.region, -1, self.tokens.shape[0]
+        part = self.code >> kernels.XLOC_BITS
+        spill = hi - lo
+        code = np.where((part >= lo) & (part < hi), self.code - (lo << kernels.XLOC_BITS),
+                        spill << kernels.XLOC_BITS).astype(self.code.dtype)
+        base = self.region[lo, 0]
+        end = self.region[hi, 0] if hi < n_parts else self.tokens.shape[0]
+        return code, self.region[lo:hi] - base, spill, end - base
+
+    def _buffers(self, n_slots: int, places: int) -> tuple[np.ndarray, ...]:
+        """The partitioned kernel's buffers (xloc, ys, first, second), at least ``places`` pairs long, kept for the next batch.
 
         Fresh pages cost a fault and a zero-fill each, so every batch reuses them. Partners
         are kept in a type that also holds the dropped pairs' sentinel, ``vocab``.
         """
-        if self._kept is None or self._kept[1].shape[0] != n_slots:
-            n = self.tokens.shape[0]
+        if self._kept is None or self._kept[1].shape[0] != n_slots or self._kept[0].shape[0] < places:
+            self._kept = None  # let the old buffers go first
             dtype = np.promote_types(self.tokens.dtype, np.min_scalar_type(self.vocab))
             self._kept = (
-                np.empty(n, dtype=np.uint8), np.empty((n_slots, n), dtype=dtype),
-                np.empty_like(self.region), np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
+                np.empty(places, dtype=np.uint8), np.empty((n_slots, places), dtype=dtype),
+                np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
                 np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
             )
         return self._kept
@@ -241,32 +280,35 @@ class PairCounter:
     def _partitioned_batch(
         self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
     ) -> dict[tuple[str, int], TableSums]:
-        """Count every slot (offset, partner) of a batch in one partitioned pass."""
+        """Count every slot (offset, partner) of a batch in one partitioned pass per group of partitions."""
         slots, slot_r, modes, seeds = slot_arrays(offsets, partners, self.seed)
-        xloc, ys, fill_end, first, second = self._buffers(len(slots))
         none = np.empty(0, dtype=np.uint8)
         table = kernels.SUM_TABLES
         n = self.stream.n_tokens
-        with threads_for(n, "emit_pairs"):
-            kernels.emit_pairs(
-                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, slot_r, modes, seeds,
-                self.shift, xloc, ys, fill_end, first, second, none, none, self.vocab,
-            )
-        with threads_for(n * len(slots), "partition_sums"):
-            joint, joint_jk = kernels.partition_sums(
-                xloc, ys, self.region, fill_end, self.widths, self.vocab, table, jackknife,
-                numba.get_num_threads(),
-            )
-        out = {}
-        for s, (r, _, p) in enumerate(slots):
-            first_sums, first_jk = kernels.row_sums(first[s], table, jackknife)
-            second_sums, second_jk = kernels.row_sums(second[s], table, jackknife)
-            block_pairs = first[s].sum(axis=1, dtype=np.int64)
-            out[p, r] = TableSums(
-                int(block_pairs.sum()), joint[s], first_sums, second_sums, joint_jk[s], first_jk,
-                second_jk, block_pairs,
-            )
-        return out
+        width = np.promote_types(self.tokens.dtype, np.min_scalar_type(self.vocab)).itemsize
+        joint, joint_jk = 0.0, 0.0
+        layouts = [(lo, hi, *self.group_layout(lo, hi)) for lo, hi in self.groups(1 + len(slots) * width)]
+        most = max(places for *_, places in layouts)
+        for i, (lo, hi, code, region, spill, places) in enumerate(layouts):
+            xloc, ys, first, second = self._buffers(len(slots), most)
+            xloc, ys = xloc[:places], ys[:, :places]
+            fill_end = np.empty_like(region)
+            with threads_for(n, "emit_pairs"):
+                kernels.emit_pairs(
+                    self.tokens, code, self.doc_ends, self.block_starts, region, slot_r, modes, seeds,
+                    self.shift, xloc, ys, fill_end, first, second, none, none, self.vocab, spill, i > 0,
+                )
+            with threads_for(places * len(slots), "partition_sums"):
+                part, part_jk = kernels.partition_sums(
+                    xloc, ys, region, fill_end, self.widths[lo:hi], self.vocab, table,
+                    jackknife, numba.get_num_threads(),
+                )
+            joint, joint_jk = joint + part, joint_jk + part_jk  # cells of different first tokens add up
+        with threads_for(first.size, "row_sums"):  # the groups' passes added up the marginals
+            first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+            second_sums, second_jk = kernels.row_sums(second, table, jackknife)
+        block_pairs = first.sum(axis=2, dtype=np.int64)
+        return _by_slot(slots, joint, first_sums, second_sums, joint_jk, first_jk, second_jk, block_pairs)
 
     def _rotation_nulls(self, offsets: list[int], jackknife: bool, first: bool = True) -> dict[int, TableSums]:
         """The rotation null's sums at every offset (ascending), counted once and then followed
@@ -301,42 +343,54 @@ class PairCounter:
                     counts, kernels.SUM_TABLES, jackknife)))
         return {r: out["rotate", r] for r in offsets}
 
-    def emit_null(self, offsets: list[int]) -> tuple[np.ndarray, ...]:
+    def emit_null(
+        self, offsets: list[int], group: tuple[int, int] | None = None, marginals: tuple[np.ndarray, ...] | None = None,
+    ) -> tuple[np.ndarray, ...]:
         """The rotation null's pairs at the first of ``offsets`` (ascending) in fresh partition
-        buffers, each with its life: ``(xloc, ys, life, fill_end, first, second)``."""
-        n = self.tokens.shape[0]
+        buffers, each with its life, for the partitions of ``group`` (all by default):
+        ``(xloc, ys, life, region, fill_end, first, second)``. The group's marginals are added
+        to ``marginals`` (first, second) when given."""
+        code, region, spill, places = self.group_layout(*(group or (0, len(self.widths))))
         # life of a position d tokens before its document's end: the offsets r < d
         life_of = np.searchsorted(np.asarray(offsets), np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
-        xloc, life = np.empty(n, dtype=np.uint8), np.empty(n, dtype=np.uint8)
-        ys = np.empty((1, n), dtype=self.tokens.dtype)
-        fill_end = np.empty_like(self.region)
-        first = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
-        second = np.empty((1, self.n_blocks, self.vocab), dtype=np.int32)
-        with threads_for(n, "emit_pairs"):
+        xloc, life = np.empty(places, dtype=np.uint8), np.empty(places, dtype=np.uint8)
+        ys = np.empty((1, places), dtype=self.tokens.dtype)
+        fill_end = np.empty_like(region)
+        if marginals is None:
+            marginals = tuple(np.empty((1, self.n_blocks, self.vocab), dtype=np.int32) for _ in range(2))
+            add = False
+        else:
+            add = True
+        first, second = marginals
+        with threads_for(self.tokens.shape[0], "emit_pairs"):
             kernels.emit_pairs(
-                self.tokens, self.code, self.doc_ends, self.block_starts, self.region, np.array(offsets[:1]),
+                self.tokens, code, self.doc_ends, self.block_starts, region, np.array(offsets[:1]),
                 np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64), self.shift, xloc, ys, fill_end,
-                first, second, life_of, life, self.vocab,
+                first, second, life_of, life, self.vocab, spill, add,
             )
-        return xloc, ys, life, fill_end, first, second
+        return xloc, ys, life, region, fill_end, first, second
 
     def _null_sweep(self, offsets: list[int], jackknife: bool, first_sums: bool) -> dict[int, TableSums]:
         """``_rotation_nulls`` on partitions, for at most MAX_SWEEP ascending offsets.
 
         ``emit_pairs`` writes the null pairs of the first offset with each pair's life (how
         many of the offsets keep its position); ``null_sweep_sums`` counts them and follows
-        the pairs dropped at document ends through the later offsets; the marginals follow
-        the same positions (``drop_positions``).
+        the pairs dropped at document ends through the later offsets, group by group of
+        partitions; the marginals follow the same positions (``drop_positions``).
         """
-        n = self.tokens.shape[0]
         table = kernels.SUM_TABLES
-        xloc, ys, life, fill_end, first, second = self.emit_null(offsets)
-        with threads_for(n, "null_sweep_sums"):
-            joint, joint_jk = kernels.null_sweep_sums(
-                xloc, ys, life, self.region, fill_end, self.widths, self.vocab, len(offsets), table,
-                jackknife, numba.get_num_threads(),
-            )
-        del xloc, ys, life
+        joint, joint_jk = 0.0, 0.0
+        first = second = None
+        for lo, hi in self.groups(2 + self.tokens.dtype.itemsize):
+            xloc, ys, life, region, fill_end, first, second = self.emit_null(
+                offsets, (lo, hi), None if first is None else (first, second))
+            with threads_for(xloc.shape[0], "null_sweep_sums"):
+                part, part_jk = kernels.null_sweep_sums(
+                    xloc, ys, life, region, fill_end, self.widths[lo:hi], self.vocab, len(offsets), table,
+                    jackknife, numba.get_num_threads(),
+                )
+            joint, joint_jk = joint + part, joint_jk + part_jk
+            del xloc, ys, life
         first, second = first[0], second[0]
         out = {}
         for j, r in enumerate(offsets):
@@ -345,14 +399,16 @@ class PairCounter:
                     self.tokens, self.doc_ends, self.block_starts, offsets[j - 1], r, self.shift, first, second,
                     np.empty((0, 0, 0), dtype=np.int32),
                 )
-            if first_sums:
-                f_sums, f_jk = kernels.row_sums(first, table, jackknife)
-            else:
-                f_sums, f_jk = np.zeros(kernels.N_SUMS), np.zeros((self.n_blocks, kernels.N_SUMS))
-            second_sums, second_jk = kernels.row_sums(second, table, jackknife)
+            with threads_for(first.size * (1 + first_sums), "row_sums"):
+                if first_sums:
+                    f_sums, f_jk = kernels.row_sums(first[None], table, jackknife)
+                else:
+                    f_sums, f_jk = np.zeros((1, kernels.N_SUMS)), np.zeros((1, self.n_blocks, kernels.N_SUMS))
+                second_sums, second_jk = kernels.row_sums(second[None], table, jackknife)
             block_pairs = first.sum(axis=1, dtype=np.int64)
             out[r] = TableSums(
-                int(block_pairs.sum()), joint[j], f_sums, second_sums, joint_jk[j], f_jk, second_jk, block_pairs,
+                int(block_pairs.sum()), joint[j], f_sums[0], second_sums[0], joint_jk[j], f_jk[0], second_jk[0],
+                block_pairs,
             )
         return out
 

@@ -105,13 +105,22 @@ class Engine:
 @contextmanager
 def engine(
     workers: int | None = None, scheduler: str | None = None, shared_dir: str | os.PathLike | None = None,
+    pair_memory: int | None = None,
 ) -> Iterator[Engine]:
-    """The local engine, or with ``workers``/``scheduler`` a Dask one: tokenization and counting on the workers."""
+    """The local engine (its pair buffers capped at ``pair_memory`` bytes), or with
+    ``workers``/``scheduler`` a Dask one: tokenization and counting on the workers."""
     if workers is None and scheduler is None:
-        yield Engine()
+        if pair_memory is None:
+            yield Engine()
+        else:
+            counter = functools.partial(PairCounter, pair_memory=pair_memory)
+            yield Engine(counter, info={"name": "local", "pair_memory": pair_memory})
         return
     if workers is not None and scheduler is not None:
         raise DepstatError("give --workers or --scheduler, not both")
+    if pair_memory is not None:
+        raise DepstatError("--pair-memory caps the local counter; Dask workers count shard by shard",
+                           hint="drop --pair-memory, or --workers / --scheduler")
     with dask_client(workers, scheduler) as client, tempfile.TemporaryDirectory(prefix="depstat-") as tmp:
         n = len(client.scheduler_info().get("workers", {}))
         directory = Path(shared_dir or tmp)

@@ -208,10 +208,12 @@ EMIT_RUN = 4096  # positions per run of emit_pairs: where the first slot's pairs
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, second_row, life, life_of, dend):
+def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, second_row, life, life_of, dend,
+               spill):
     """The first slot's pairs of positions q .. stop - 1; with ``keep``, ``where[i - q]`` keeps each pair's place.
 
-    With a ``life`` buffer, each pair also gets ``life_of[d]`` for its position's distance d
+    Positions whose first token is in partition ``spill`` (another group's) are skipped,
+    with ``where`` -1. With a ``life`` buffer, each pair also gets ``life_of[d]`` for its position's distance d
     to the document end ``dend`` (capped at the table's end).
     """
     cap = life_of.shape[0] - 1
@@ -219,6 +221,10 @@ def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, 
         x = tok[i]
         c = code[x]
         k = c >> XLOC_BITS
+        if k == spill:
+            if keep:
+                where[i - q] = -1
+            continue
         at = fill[k]
         fill[k] = at + 1
         if keep:
@@ -236,17 +242,23 @@ def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, 
 def _emit_follow(tok, q, stop, off, where, ys, first_row, second_row):
     """Another slot's partners of positions q .. stop - 1, at the places the first slot took."""
     for i in range(q, stop):
-        first_row[tok[i]] += 1
+        at = where[i - q]
+        if at < 0:  # another group's
+            continue
         y = tok[i + off]
-        ys[where[i - q]] = y
+        ys[at] = y
         second_row[y] += 1
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_dropped(q, stop, where, ys, sentinel):
-    """Positions q .. stop - 1 have no partner at another slot's (larger) offset: its places get ``sentinel``."""
+def _emit_dropped(tok, q, stop, where, ys, sentinel, first_row):
+    """Positions q .. stop - 1 have no partner at another slot's (larger) offset: its places get ``sentinel``
+    and its first marginal (which ``emit_pairs`` takes from the first slot's) loses them."""
     for i in range(q, stop):
-        ys[where[i - q]] = sentinel
+        at = where[i - q]
+        if at >= 0:
+            ys[at] = sentinel
+            first_row[tok[i]] -= 1
 
 
 @nb.njit(cache=True, parallel=True)
@@ -254,7 +266,7 @@ def emit_pairs(
     tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
     region: np.ndarray, slot_r: np.ndarray, modes: np.ndarray, seeds: np.ndarray, shift: int,
     xloc: np.ndarray, ys: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
-    life_of: np.ndarray, life: np.ndarray, sentinel: int,
+    life_of: np.ndarray, life: np.ndarray, sentinel: int, spill: int, add: bool,
 ) -> None:
     """Write the pairs of every slot (offset ``slot_r[s]``, partner process ``modes[s]``), read in
     position order, into their partitions.
@@ -265,9 +277,14 @@ def emit_pairs(
     partner in slot s, or ``sentinel`` where the slot's larger offset leaves the position
     no partner in its document). Reads are sequential and the writes go to one stream per
     partition, so little waits on memory. ``first[s, g]`` and ``second[s, g]`` count block
-    g's first and partner tokens of slot s (the marginals). Blocks run in parallel, each
+    g's first and partner tokens of slot s (the marginals; with ``add``, added to what they
+    hold). Blocks run in parallel, each
     into its own regions. Unless ``life_of`` is empty, ``life`` gets each pair's
     ``life_of[distance to its document's end]`` (see ``null_sweep_sums``).
+
+    To count a group of partitions at a time, ``code`` sends the tokens outside the group
+    to partition ``spill`` (-1 when every partition is counted), whose positions are
+    skipped: neither written nor added to the marginals.
     """
     n = tok.shape[0]
     n_blocks = block_starts.shape[0] - 1
@@ -277,8 +294,10 @@ def emit_pairs(
         off = np.empty(n_slots, dtype=np.int64)
         keep = np.empty(n_slots, dtype=np.bool_)
         where = np.empty(EMIT_RUN if n_slots > 1 else 0, dtype=np.int32)  # places < n < 2^31
-        first[:, g] = 0
-        second[:, g] = 0
+        if not add:
+            first[:, g] = 0
+            second[:, g] = 0
+        base = first[0, g].copy()  # this pass's first-slot counts are added to the other slots at the end
         lo, hi = block_starts[g], block_starts[g + 1]
         d = np.searchsorted(doc_ends, lo, side="right")
         p = lo
@@ -297,16 +316,18 @@ def emit_pairs(
                     else:
                         stop = min(stop, last)
                 _emit_lead(tok, code, q, stop, off[0], fill, where, n_slots > 1, xloc, first[0, g], ys[0],
-                           second[0, g], life, life_of, doc_ends[d])
+                           second[0, g], life, life_of, doc_ends[d], spill)
                 for s in range(1, n_slots):
                     if keep[s]:
                         _emit_follow(tok, q, stop, off[s], where, ys[s], first[s, g], second[s, g])
                     else:
-                        _emit_dropped(q, stop, where, ys[s], sentinel)
+                        _emit_dropped(tok, q, stop, where, ys[s], sentinel, first[s, g])
                 q = stop
             p = end
             d += 1
         fill_end[:, g] = fill
+        for s in range(1, n_slots):  # the slots' first positions are the first slot's, less the dropped ones
+            first[s, g] += first[0, g] - base
 
 
 @nb.njit(cache=True, inline="always")
@@ -696,33 +717,40 @@ def drop_positions(
         start = end
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, parallel=True)
 def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Sums of the column totals of per-block count rows, and their change when each block is deleted.
+    """Sums of the column totals of per-block count rows ``rows[k]`` (blocks x A) for each k,
+    and their change when each block is deleted: ``(sums[k], deltas[k])``.
 
-    Column by column, so each total's own sums are looked up once for all blocks.
+    Column by column, so each total's own sums are looked up once for all blocks. The
+    columns are cut into N_CHUNKS fixed ranges run in parallel and added in order, so the
+    result does not depend on the thread count.
     """
-    n_blocks, vocab = rows.shape
-    sums = np.zeros(N_SUMS)
-    deltas = np.zeros((n_blocks, N_SUMS))
-    for y in range(vocab):
-        t = 0
-        for g in range(n_blocks):
-            t += rows[g, y]
-        if t == 0:
-            continue
-        before0, before1 = _cell_sums(t, tables)
-        sums[0] += before0
-        sums[1] += before1
-        sums[2] += 1.0
-        for g in range(n_blocks if jackknife else 0):
-            m = rows[g, y]
-            if m > 0:
-                after0, after1 = _cell_sums(t - m, tables)
-                deltas[g, 0] += after0 - before0
-                deltas[g, 1] += after1 - before1
-                deltas[g, 2] -= m == t
-    return sums, deltas
+    n_rows, n_blocks, vocab = rows.shape
+    sums_c = np.zeros((N_CHUNKS, n_rows, N_SUMS))
+    deltas_c = np.zeros((N_CHUNKS, n_rows, n_blocks, N_SUMS))
+    for c in nb.prange(N_CHUNKS):
+        for k in range(n_rows):
+            sums = sums_c[c, k]
+            deltas = deltas_c[c, k]
+            for y in range(c * vocab // N_CHUNKS, (c + 1) * vocab // N_CHUNKS):
+                t = 0
+                for g in range(n_blocks):
+                    t += rows[k, g, y]
+                if t == 0:
+                    continue
+                before0, before1 = _cell_sums(t, tables)
+                sums[0] += before0
+                sums[1] += before1
+                sums[2] += 1.0
+                for g in range(n_blocks if jackknife else 0):
+                    m = rows[k, g, y]
+                    if m > 0:
+                        after0, after1 = _cell_sums(t - m, tables)
+                        deltas[g, 0] += after0 - before0
+                        deltas[g, 1] += after1 - before1
+                        deltas[g, 2] -= m == t
+    return _chunk_totals(sums_c, deltas_c)
 
 
 @nb.njit(cache=True, parallel=True)

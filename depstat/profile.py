@@ -235,6 +235,7 @@ def profile(
     workers: int | None = None,
     scheduler: str | None = None,
     shared_dir: str | Path | None = None,
+    pair_memory: int | None = None,
     **corpus_options,
 ) -> Profile:
     """Profile a corpus (a path, glob, ``hf:OWNER/NAME`` or an open Corpus) at each granularity.
@@ -248,6 +249,7 @@ def profile(
     how many, and the seconds spent tokenizing, counting and estimating. With ``workers``
     (an embedded Dask LocalCluster) or ``scheduler`` (an existing cluster's address) the
     pairs are counted on Dask workers (``depstat.distributed``), with the same results.
+    ``pair_memory`` (bytes) caps the local counter's pair buffers (``PairCounter``).
     """
     _check_estimator(estimator)
     if n_blocks < 2:
@@ -262,7 +264,10 @@ def profile(
     if grid.size == 0 or grid.min() < 1:
         raise DepstatError("offsets must be positive integers")
 
-    with _local_copy(corpus, max_docs, max_tokens) as source, engine(workers, scheduler, shared_dir) as run:
+    with (
+        _local_copy(corpus, max_docs, max_tokens) as source,
+        engine(workers, scheduler, shared_dir, pair_memory) as run,
+    ):
         return _profile(
             corpus, source, granularities, tokenizers, grid, estimator, confidence, n_blocks,
             max_docs, max_tokens, vocab_size, train_docs, seed, cache, run,

@@ -11,6 +11,7 @@ from scipy.special import digamma
 
 from depstat import counting, kernels
 from depstat.counting import PairCounter, jackknife_blocks
+from depstat.errors import DepstatError
 from depstat.stream import TokenStream
 from tests import naive
 
@@ -179,7 +180,7 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
 def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray, ...]:
     """``kernels.emit_pairs`` at offset r into fresh buffers."""
     n, k = counter.tokens.shape[0], len(partners)
-    xloc, ys = np.empty(n, dtype=np.uint8), np.empty((k, n), dtype=counter._buffers(k)[1].dtype)
+    xloc, ys = np.empty(n, dtype=np.uint8), np.empty((k, n), dtype=counter._buffers(k, 1)[1].dtype)
     none = np.empty(0, dtype=np.uint8)
     fill_end = np.empty_like(counter.region)
     first = np.empty((k, counter.n_blocks, counter.vocab), dtype=np.int32)
@@ -188,16 +189,16 @@ def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray,
     seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
         counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, np.full(k, r),
-        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab,
+        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab, -1, False,
     )
     return xloc, ys, fill_end, first, second
 
 
 def null_sweep(counter: PairCounter, offsets: list[int], workers: int) -> tuple[np.ndarray, np.ndarray]:
     """``kernels.null_sweep_sums`` of the rotation null over ascending offsets, on ``workers`` workers."""
-    xloc, ys, life, fill_end, _, _ = counter.emit_null(offsets)
+    xloc, ys, life, region, fill_end, _, _ = counter.emit_null(offsets)
     return kernels.null_sweep_sums(
-        xloc, ys, life, counter.region, fill_end, counter.widths, counter.vocab, len(offsets),
+        xloc, ys, life, region, fill_end, counter.widths, counter.vocab, len(offsets),
         kernels.SUM_TABLES, True, workers,
     )
 
@@ -214,6 +215,40 @@ def test_rotation_null_sweeps_in_runs_of_max_sweep_offsets(stream: TokenStream, 
         want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, "rotate",
                                 counter.block_starts, counter.shift, 0)
         assert_sums_equal(many["rotate", r], want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    stream=streams(max_len=60),
+    offsets=st.lists(st.integers(1, 50), min_size=1, max_size=9, unique=True),
+    memory=st.integers(1, 400),
+    part_tokens=st.sampled_from([1, 5]),
+)
+def test_groups_of_partitions_match_naive(
+    stream: TokenStream, offsets: list[int], memory: int, part_tokens: int,
+) -> None:
+    """With ``pair_memory`` the partitions are counted group by group, each group a pass over
+    the whole stream whose pair buffers fit in it (or hold one partition): the sums of every
+    slot, real pairs and the rotation null's sweep, still equal their twins."""
+    counter = PairCounter(stream, n_blocks=2, dense=False, part_tokens=part_tokens, pair_memory=memory)
+    starts = np.append(counter.region[:, 0], counter.tokens.shape[0])
+    for bytes_per_pair in (4, 9):
+        groups = counter.groups(bytes_per_pair)
+        assert [lo for lo, _ in groups] == [0] + [hi for _, hi in groups[:-1]] and groups[-1][1] == len(counter.widths)
+        for lo, hi in groups:
+            assert hi - lo == 1 or (starts[hi] - starts[lo]) * bytes_per_pair <= memory
+    many = counter.sums_at(offsets, ("real", "rotate"))
+    for r in offsets:
+        for p in ("real", "rotate"):
+            want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, p,
+                                    counter.block_starts, counter.shift, 0)
+            assert_sums_equal(many[p, r], want)
+
+
+def test_pair_memory_must_be_positive() -> None:
+    stream = TokenStream("s", np.arange(600) % 300, [600], 300)
+    with pytest.raises(DepstatError, match="positive memory limit"):
+        PairCounter(stream, pair_memory=0)
 
 
 def test_counts_beyond_the_sum_tables_match_naive() -> None:

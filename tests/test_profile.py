@@ -141,6 +141,28 @@ def test_cli_table_and_json(small_corpus: Path, tmp_path: Path, capsys: pytest.C
     assert rc == 0 and summary["granularities"]["bytes"]["vocab_size"] == 256
 
 
+def test_pair_memory_counts_in_groups_with_the_same_profile(
+    small_corpus: Path, capsys: pytest.CaptureFixture,
+) -> None:
+    """``--pair-memory`` caps the pair buffers: more passes over the stream, the same profile."""
+    opts = dict(granularities=["bpe-512", "words"], max_offset=64)
+    whole = depstat.profile(str(small_corpus), **opts)
+    grouped = depstat.profile(str(small_corpus), pair_memory=4096, **opts)
+    assert grouped.run["engine"] == {"name": "local", "pair_memory": 4096}
+    a, b = (p.table.sort("granularity", "offset") for p in (whole, grouped))
+    assert a["n_pairs"].to_list() == b["n_pairs"].to_list()
+    for column in ("mi_bits", "ci_low", "ci_high"):
+        np.testing.assert_allclose(b[column].to_numpy(), a[column].to_numpy(), rtol=1e-9, atol=1e-12)
+    rc = main(["profile", str(small_corpus), "-g", "words", "--max-offset", "8", "--pair-memory", "4K",
+               "--format", "json"])
+    assert rc == 0 and json.loads(capsys.readouterr().out)["granularities"]["words"]["vocab_size"] > 256
+    with pytest.raises(SystemExit):
+        main(["profile", str(small_corpus), "--pair-memory", "lots"])
+    assert "expected a size such as 512M" in capsys.readouterr().err
+    with pytest.raises(depstat.DepstatError, match="--pair-memory caps the local counter"):
+        depstat.profile(str(small_corpus), workers=2, pair_memory=4096, **opts)
+
+
 BAD_INPUTS = {
     "missing file": (lambda d: d / "nope.jsonl", "nope.jsonl"),
     "malformed json": (lambda d: _write(d / "bad.jsonl", '{"text": "ok"}\n{"text": oops}\n'), "bad.jsonl:2:"),
