@@ -11,8 +11,10 @@ Then the client's memory: ``depstat.profile`` of ``--client-mb`` and twice that 
 same text as jsonl at bytes, and of ``--client-mb`` at bytes and BPE-8k (offsets up to
 256), in a fresh process for each engine and size, sampling
 the process's anonymous resident memory (``RssAnon``) every 5 ms. The local engine holds
-the token streams; with ``workers`` the documents go to the workers a shard at a time and
-the client only memory-maps the stream file they write.
+the token streams; with ``--pair-memory`` it spools them to temporary files it
+memory-maps, as it does its relabelled copy, and caps its pair buffers; with ``workers``
+the documents go to the workers a shard at a time and the client only memory-maps the
+stream file they write.
 
 Run: ``python benchmarks/bench_dask.py [--tokens N] [--workers W] [--client-mb M]``.
 """
@@ -41,6 +43,7 @@ from depstat.stream import TokenStream
 
 MAX_OFFSET = 2048
 N_OFFSETS = 29
+PAIR_MEMORY = 32 << 20  # the local engine with --pair-memory, in the memory table
 
 
 def peak_rss_mib() -> float:
@@ -81,6 +84,7 @@ def anon():
         return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("RssAnon:"))
 
 path, small, workers, grans = sys.argv[1], sys.argv[2], int(sys.argv[3]) or None, sys.argv[4].split(",")
+pair_memory = int(sys.argv[5]) or None
 depstat.profile(small, granularities=["bytes", "bpe-300"], max_offset=8)  # load the kernels first
 base = peak = anon()
 done = False
@@ -94,7 +98,7 @@ def sample():
 probe = threading.Thread(target=sample)
 probe.start()
 start = time.perf_counter()
-p = depstat.profile(path, granularities=grans, max_offset=256, workers=workers)
+p = depstat.profile(path, granularities=grans, max_offset=256, workers=workers, pair_memory=pair_memory)
 seconds = time.perf_counter() - start
 done = True
 probe.join()
@@ -104,7 +108,7 @@ print(json.dumps({"peak_mib": (peak - base) / 2**20, "seconds": seconds,
 
 
 def client_memory(docs: list[str], mb: float, workers: int, tmp: Path) -> list[list[object]]:
-    """Peak anonymous memory of a profile's process above its start, local engine and Dask engine."""
+    """Peak anonymous memory of a profile's process above its start: local engine, capped, and Dask engine."""
     small = tmp / "small.jsonl"
     small.write_text("".join(json.dumps({"text": t[:2000]}) + "\n" for t in docs[:5]), encoding="utf-8")
     rows = []
@@ -117,8 +121,10 @@ def client_memory(docs: list[str], mb: float, workers: int, tmp: Path) -> list[l
                     break
                 f.write(json.dumps({"text": text[:budget]}) + "\n")
                 budget -= len(text.encode("utf-8"))
-        for name, n in (("local", 0), (f"dask, {workers} workers", workers)):
-            done = subprocess.run([sys.executable, "-c", CLIENT_PROBE, str(path), str(small), str(n), grans],
+        engines = (("local", 0, 0), (f"local, --pair-memory {PAIR_MEMORY >> 20}M", 0, PAIR_MEMORY),
+                   (f"dask, {workers} workers", workers, 0))
+        for name, n, cap in engines:
+            done = subprocess.run([sys.executable, "-c", CLIENT_PROBE, str(path), str(small), str(n), grans, str(cap)],
                                   capture_output=True, text=True, check=True, cwd=tmp)
             out = json.loads(done.stdout.strip().splitlines()[-1])
             tokens = ", ".join(f"{k} {v:,}" for k, v in out["tokens"].items())

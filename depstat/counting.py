@@ -12,7 +12,7 @@ import numpy as np
 from depstat import kernels
 from depstat.errors import DepstatError
 from depstat.estimators import TableSums
-from depstat.stream import TokenStream
+from depstat.stream import TokenStream, file_backed
 
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
 # Below this much work a kernel runs faster on one thread: waking the second thread for
@@ -111,7 +111,8 @@ class PairCounter:
     partitioned kernel, the block tables for the dense one). With ``pair_memory`` (bytes),
     the partitions are counted in groups whose pair buffers fit in it, each group reading
     the whole stream: the buffers then hold at most ``pair_memory`` or one partition (a
-    frequent token is a partition of its own), whatever the stream's length.
+    frequent token is a partition of its own), whatever the stream's length; and the
+    relabelled copy is a memory-mapped temporary file (``stream.file_backed``).
     """
 
     def __init__(
@@ -135,7 +136,8 @@ class PairCounter:
         rank = np.empty(len(counts), dtype=np.min_scalar_type(self.vocab - 1))
         rank[by_count[: self.vocab]] = np.arange(self.vocab)
         rank[by_count[self.vocab :]] = 0  # tokens that never occur
-        self.tokens = np.empty(n, dtype=rank.dtype)
+        # with a memory cap the relabelled copy, like the pair buffers, is not held by the process
+        self.tokens = np.empty(n, dtype=rank.dtype) if pair_memory is None else file_backed(n, rank.dtype)
         kernels.relabel(tok, rank, self.tokens)
         self.doc_ends = np.cumsum(stream.doc_lengths)
         if not 2 <= n_blocks < 1 << 16:  # the partitioned kernel notes each pair's block in 16 bits

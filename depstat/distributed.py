@@ -114,7 +114,8 @@ def engine(
             yield Engine()
         else:
             counter = functools.partial(PairCounter, pair_memory=pair_memory)
-            yield Engine(counter, info={"name": "local", "pair_memory": pair_memory})
+            encode = functools.partial(encode_stream, spool=True)  # the streams are not held either
+            yield Engine(counter, encode, {"name": "local", "pair_memory": pair_memory})
         return
     if workers is not None and scheduler is not None:
         raise DepstatError("give --workers or --scheduler, not both")

@@ -23,7 +23,7 @@ from depstat.cache import Shard, TokenCache, digest_texts, split_shards, tokeniz
 from depstat.corpus import Document
 from depstat.errors import DepstatError
 from depstat.progress import bar
-from depstat.stream import TokenStream, as_token_array, token_dtype
+from depstat.stream import Spool, TokenStream, as_token_array, token_dtype
 
 DEFAULT_LADDER = ("bytes", "bpe-1k", "bpe-8k", "bpe-32k", "words")
 _BPE = re.compile(r"^bpe-(\d+)(k?)$")
@@ -102,6 +102,7 @@ def tokenizer_name(path: str) -> str:
 
 def encode_stream(
     name: str, texts: Iterable[str], tokenizer: Tokenizer | None, cache: TokenCache | None = None,
+    spool: bool = False,
 ) -> TokenStream:
     """Encode documents with a tokenizer (None: UTF-8 bytes) into one TokenStream.
 
@@ -109,11 +110,13 @@ def encode_stream(
     ``encode_batch_fast``, which spreads a shard's documents over the ``tokenizers``
     thread pool; with a ``cache``, shards already encoded with this tokenizer are read
     from disk and new ones are stored (UTF-8 bytes are not cached: they are the text).
+    With ``spool`` each shard's tokens go to a temporary file as they come, and the stream
+    memory-maps it (``stream.Spool``), so the process does not hold them.
     """
-    chunks: list[np.ndarray] = []
+    vocab = vocab_size_of(tokenizer)
+    chunks: list[np.ndarray] | Spool = Spool(token_dtype(vocab)) if spool else []
     lengths: list[np.ndarray] = []
     n_bytes = 0
-    vocab = vocab_size_of(tokenizer)
     tok_key = tokenizer_key(tokenizer) if tokenizer is not None and cache is not None else None
     with bar(desc=f"encode {name}", unit="doc") as progress:
         for shard in split_shards(texts):
@@ -122,7 +125,10 @@ def encode_stream(
             chunks.append(ids)
             lengths.append(lens)
             progress.update(len(shard.texts))
-    tokens = np.concatenate(chunks) if chunks else np.zeros(0, token_dtype(vocab))
+    if spool:
+        tokens = chunks.array()
+    else:
+        tokens = np.concatenate(chunks) if chunks else np.zeros(0, token_dtype(vocab))
     return TokenStream(
         name=name, tokens=tokens,
         doc_lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),

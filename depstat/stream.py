@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,13 +35,45 @@ def as_token_array(ids: np.ndarray, vocab_size: int, name: str) -> np.ndarray:
     return ids.astype(token_dtype(vocab_size), copy=False)
 
 
+def file_backed(n: int, dtype: np.dtype | type) -> np.ndarray:
+    """A writable array of n items in an unlinked temporary file (``TMPDIR`` decides where),
+    memory-mapped: its pages are the operating system's to write out and drop, not the
+    process's anonymous memory."""
+    dtype = np.dtype(dtype)
+    if n == 0:
+        return np.zeros(0, dtype)
+    with tempfile.TemporaryFile(prefix="depstat-") as f:  # the mapping keeps the file alive
+        f.truncate(n * dtype.itemsize)
+        return np.memmap(f, dtype=dtype, mode="r+", shape=(n,))
+
+
+class Spool:
+    """Token arrays appended to an unlinked temporary file as they come, then one ``file_backed`` array."""
+
+    def __init__(self, dtype: np.dtype | type) -> None:
+        self.dtype = np.dtype(dtype)
+        self.file = tempfile.TemporaryFile(prefix="depstat-")
+        self.n = 0
+
+    def append(self, ids: np.ndarray) -> None:
+        np.ascontiguousarray(ids, dtype=self.dtype).tofile(self.file)
+        self.n += len(ids)
+
+    def array(self) -> np.ndarray:
+        """Everything appended, memory-mapped (the spool is closed)."""
+        with self.file as f:
+            f.flush()
+            return np.memmap(f, dtype=self.dtype, mode="r+", shape=(self.n,)) if self.n else np.zeros(0, self.dtype)
+
+
 @dataclass
 class TokenStream:
     """The documents of one granularity, concatenated; pairs never cross ``doc_lengths``.
 
     Tokens are kept in ``token_dtype(vocab_size)`` (1 byte a token for bytes, 2 for BPE
     vocabularies up to 65,536): a profile holds the stream until it is counted. Streams
-    encoded on Dask workers memory-map the ``source_file`` the workers wrote.
+    encoded on Dask workers memory-map the ``source_file`` the workers wrote, and spooled
+    ones (``encode_stream(spool=True)``, used with ``--pair-memory``) an unlinked temporary file.
     ``n_bytes`` is the UTF-8 size of the text behind the tokens (None for corpora that
     arrived already tokenized), so ``bytes_per_token`` is the compression ratio.
     """

@@ -14,6 +14,8 @@ import pytest
 
 import depstat
 from depstat.cli import main
+from depstat.counting import PairCounter
+from depstat.granularity import encode_stream
 from depstat.profile import Profile, log_offsets, mi_profile
 from depstat.stream import TokenStream
 from depstat.synth import MarkovChain, stationary
@@ -161,6 +163,24 @@ def test_pair_memory_counts_in_groups_with_the_same_profile(
     assert "expected a size such as 512M" in capsys.readouterr().err
     with pytest.raises(depstat.DepstatError, match="--pair-memory caps the local counter"):
         depstat.profile(str(small_corpus), workers=2, pair_memory=4096, **opts)
+
+
+def test_spooled_streams_and_capped_counters_are_file_backed() -> None:
+    """With --pair-memory the stream and the relabelled copy live in memory-mapped temporary files."""
+    texts = [f"line {i} " * (i % 5 + 1) for i in range(500)]
+    held, spooled = (encode_stream("bytes", iter(texts), None, spool=s) for s in (False, True))
+    np.testing.assert_array_equal(spooled.tokens, held.tokens)
+    np.testing.assert_array_equal(spooled.doc_lengths, held.doc_lengths)
+
+    def mapped(a: np.ndarray) -> bool:
+        while a is not None and not isinstance(a, np.memmap):
+            a = a.base
+        return a is not None
+
+    assert mapped(spooled.tokens) and not mapped(held.tokens)
+    counter = PairCounter(spooled, pair_memory=1 << 20)
+    assert mapped(counter.tokens) and not mapped(PairCounter(held).tokens)
+    assert encode_stream("bytes", iter([]), None, spool=True).n_tokens == 0
 
 
 BAD_INPUTS = {
