@@ -77,8 +77,9 @@ def corpus_options() -> argparse.ArgumentParser:
     e.add_argument("--seed", type=int, default=0, help="seed of the i.i.d. null (shuffle estimator)")
     e.add_argument(
         "--pair-memory", type=_size, default=None, metavar="SIZE",
-        help="cap the local counter's pair buffers (e.g. 512M): partitions are then counted in groups, "
-        "each a pass over the stream (slower; see docs/scale.md)",
+        help="cap the local counter's pair buffers (e.g. 512M) and keep token streams in memory-mapped "
+        "temporary files under TMPDIR: memory then stops growing with the corpus; partitions are counted "
+        "in groups, each a pass over the stream (slower; see docs/scale.md)",
     )
     d = p.add_argument_group("distributed counting (Dask; pip install -e '.[dask]')")
     w = d.add_mutually_exclusive_group()

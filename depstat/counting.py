@@ -263,21 +263,25 @@ class PairCounter:
         end = self.region[hi, 0] if hi < n_parts else self.tokens.shape[0]
         return code, self.region[lo:hi] - base, spill, end - base
 
-    def _buffers(self, n_slots: int, places: int) -> tuple[np.ndarray, ...]:
-        """The partitioned kernel's buffers (xloc, ys, first, second), at least ``places`` pairs long, kept for the next batch.
+    def _buffers(self, n_slots: int, places: int, room: int | None = None) -> tuple[np.ndarray, ...]:
+        """The partitioned kernel's buffers (xloc, ys, first, second) for ``places`` pairs, C-contiguous,
+        in memory kept for the next batch and sized for ``room`` (default ``places``) pairs.
 
         Fresh pages cost a fault and a zero-fill each, so every batch reuses them. Partners
         are kept in a type that also holds the dropped pairs' sentinel, ``vocab``.
         """
-        if self._kept is None or self._kept[1].shape[0] != n_slots or self._kept[0].shape[0] < places:
+        room = max(room or places, places)
+        if self._kept is None or self._kept[2].shape[0] != n_slots or self._kept[0].shape[0] < room:
             self._kept = None  # let the old buffers go first
             dtype = np.promote_types(self.tokens.dtype, np.min_scalar_type(self.vocab))
             self._kept = (
-                np.empty(places, dtype=np.uint8), np.empty((n_slots, places), dtype=dtype),
+                np.empty(room, dtype=np.uint8), np.empty(n_slots * room, dtype=dtype),
                 np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
                 np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
             )
-        return self._kept
+        xloc, ys, first, second = self._kept
+        # a group's slice of a (slots, room) array would not be contiguous: another kernel signature
+        return xloc[:places], ys[: n_slots * places].reshape(n_slots, places), first, second
 
     def _partitioned_batch(
         self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
@@ -292,8 +296,7 @@ class PairCounter:
         layouts = [(lo, hi, *self.group_layout(lo, hi)) for lo, hi in self.groups(1 + len(slots) * width)]
         most = max(places for *_, places in layouts)
         for i, (lo, hi, code, region, spill, places) in enumerate(layouts):
-            xloc, ys, first, second = self._buffers(len(slots), most)
-            xloc, ys = xloc[:places], ys[:, :places]
+            xloc, ys, first, second = self._buffers(len(slots), places, most)
             fill_end = np.empty_like(region)
             with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(

@@ -245,6 +245,20 @@ def test_groups_of_partitions_match_naive(
             assert_sums_equal(many[p, r], want)
 
 
+def test_grouped_counting_compiles_no_kernel_of_its_own() -> None:
+    """Capped counting passes the kernels arrays of the same types as uncapped counting (a
+    group's slice of a 2-D buffer is not contiguous, which would compile another signature)."""
+    rng = np.random.default_rng(3)
+    stream = TokenStream("z", np.minimum(rng.zipf(1.3, 20_000), 600) - 1, [5000] * 4, 600)
+    names = ("emit_pairs", "partition_sums", "null_sweep_sums", "row_sums", "drop_positions", "relabel")
+    PairCounter(stream, part_tokens=500).sums_at([1, 2, 3, 5, 9], ("real", "rotate"))
+    before = {name: len(getattr(kernels, name).signatures) for name in names}
+    grouped = PairCounter(stream, part_tokens=500, pair_memory=20_000)
+    assert len(grouped.groups(9)) > 1
+    grouped.sums_at([1, 2, 3, 5, 9], ("real", "rotate"))
+    assert {name: len(getattr(kernels, name).signatures) for name in names} == before
+
+
 def test_pair_memory_must_be_positive() -> None:
     stream = TokenStream("s", np.arange(600) % 300, [600], 300)
     with pytest.raises(DepstatError, match="positive memory limit"):
