@@ -7,13 +7,13 @@ For each batch of offsets:
 1. a task per shard counts the pairs whose first position lies in the shard, one table per
    slot (``tables.shard_tables``), and cuts each table into first-token ranges holding
    about equal numbers of positions;
-2. a task per (slot, range) merges that range's pieces block by block and takes its sums
-   and jackknife deltas (``tables.range_sums``): its memory is about 1/ranges of one
-   offset's table;
+2. a task per (slot, range) sorts that range's pieces of every shard by key and takes its
+   sums and jackknife deltas in one pass (``tables.range_sums``): its memory is about
+   1/ranges of one offset's tables;
 3. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
    travel back to the client.
 
-Shards never straddle a block, tasks are pure, and integer tables are merged before any
+Shards never straddle a block, tasks are pure, and integer counts are added before any
 float sum is taken, in a fixed order: the result does not depend on the number of workers,
 on which worker ran what, or on a worker that died and had its tasks rerun.
 
@@ -49,7 +49,7 @@ from depstat.estimators import TableSums
 from depstat.granularity import encode_shard, encode_stream, vocab_size_of
 from depstat.progress import bar
 from depstat.stream import TokenStream, token_dtype
-from depstat.tables import CountTable, PartialSums, combine, merge, range_sums, shard_tables, split
+from depstat.tables import CountTable, PartialSums, combine, range_sums, shard_tables, split
 
 SHARD_TOKENS = 1 << 22  # positions per shard task
 ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
@@ -282,7 +282,7 @@ class DaskCounter:
     def sums_at(
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
     ) -> dict[tuple[str, int], TableSums]:
-        """Table sums for every (partner, offset), from per-shard tables merged per block."""
+        """Table sums for every (partner, offset), from per-shard tables added up per first-token range."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
         spec = [(int(r), int(m), int(s)) for r, m, s in zip(slot_r, slot_mode, slot_seed)]
         vocab = int(self.stream.vocab_size)
@@ -344,15 +344,14 @@ def _range_task(
     shard_block: np.ndarray, n_blocks: int, vocab: int, jackknife: bool, slot: int | None,
     *pieces: CountTable | list[list[CountTable]],
 ) -> PartialSums:
-    """Worker task: one first-token range of one slot, merged block by block, as partial sums.
+    """Worker task: one first-token range of one slot, its pieces of every shard added up, as partial sums.
 
     ``pieces`` are that range's table of every shard, or with ``slot`` given (one range only)
     the shards' whole results, from which the slot's table is taken.
     """
     if slot is not None:
         pieces = tuple(shard[slot][0] for shard in pieces)
-    blocks = [merge([p for p, b in zip(pieces, shard_block) if b == g]) for g in range(n_blocks)]
-    return range_sums(blocks, vocab, jackknife)
+    return range_sums(pieces, shard_block, n_blocks, vocab, jackknife)
 
 
 def _spec_key(spec: list) -> str:

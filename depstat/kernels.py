@@ -879,6 +879,46 @@ def count_deltas(totals: np.ndarray, parts: np.ndarray, tables: np.ndarray) -> n
     return out
 
 
+@nb.njit(cache=True)
+def merged_sums(
+    keys: np.ndarray, counts: np.ndarray, blocks: np.ndarray, n_blocks: int, vocab: int, tables: np.ndarray,
+    jackknife: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sums of one table given as pieces, in one pass: ``keys`` (``x * vocab + y``) sorted, with
+    equal keys in block order, each entry ``counts`` pairs of jackknife block ``blocks``.
+
+    Each cell's total is its entries' sum; each block's part of it, its run of entries, gives
+    the delete-one-block change at once. Returns ``(joint, joint_jk, first, second)``, the
+    last two the per-block counts of first and second tokens (n_blocks x vocab).
+    """
+    joint = np.zeros(N_SUMS)
+    joint_jk = np.zeros((n_blocks, N_SUMS))
+    first = np.zeros((n_blocks, vocab), dtype=np.int64)
+    second = np.zeros((n_blocks, vocab), dtype=np.int64)
+    n = keys.shape[0]
+    i = 0
+    while i < n:
+        key = keys[i]
+        t = 0
+        j = i
+        while j < n and keys[j] == key:
+            t += counts[j]
+            j += 1
+        x, y = key // vocab, key % vocab
+        _add_sums(joint, t, tables, 1.0)
+        while i < j:  # the cell's runs of one block
+            g = blocks[i]
+            m = 0
+            while i < j and blocks[i] == g:
+                m += counts[i]
+                i += 1
+            first[g, x] += m
+            second[g, y] += m
+            if jackknife:
+                _add_delta(joint_jk[g], t, m, tables)
+    return joint, joint_jk, first, second
+
+
 @nb.njit(cache=True, inline="always")
 def _sort_small(a: np.ndarray, n: int) -> None:
     """Sort a[:n] in place: insertion sort for the short runs most token groups give."""

@@ -1,10 +1,10 @@
 """Count tables of token pairs that add up across shards: the distributed engine's unit of work.
 
 A table holds one slot's pairs (one offset, one partner process) from a range of positions,
-as sorted int64 keys ``x * V + y`` with their counts. Tables of shards merge by adding
-counts; from the merged tables of each jackknife block, ``range_sums`` (per first-token range)
-and ``combine`` give the same ``TableSums`` that the in-memory kernels compute, so every
-estimator applies unchanged. Memory is that of the tables: at most one entry per distinct pair in each block.
+as sorted int64 keys ``x * V + y`` with their counts. Tables of shards add up cell by cell;
+from the pieces of every shard, ``range_sums`` (per first-token range) and ``combine`` give
+the same ``TableSums`` that the in-memory kernels compute, so every estimator applies
+unchanged. Memory is that of the tables: at most one entry per distinct pair in each shard.
 """
 
 from __future__ import annotations
@@ -24,18 +24,6 @@ class CountTable:
 
     keys: np.ndarray
     counts: np.ndarray
-
-
-def merge(tables: Sequence[CountTable]) -> CountTable:
-    """One table with the counts of all of them added cell by cell."""
-    keys = np.concatenate([t.keys for t in tables]) if tables else np.zeros(0, np.int64)
-    counts = np.concatenate([t.counts for t in tables]) if tables else np.zeros(0, np.int64)
-    order = np.argsort(keys, kind="stable")
-    keys, counts = keys[order], counts[order]
-    if keys.size == 0:
-        return CountTable(keys, counts)
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return CountTable(keys[starts], np.add.reduceat(counts, starts))
 
 
 def shard_tables(
@@ -74,25 +62,31 @@ def split(table: CountTable, key_edges: np.ndarray) -> list[CountTable]:
     return [CountTable(table.keys[a:b], table.counts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
-def range_sums(blocks: Sequence[CountTable], vocab: int, jackknife: bool = True) -> PartialSums:
-    """Sums and delete-one-block deltas of the merged tables of every block (one first-token range)."""
+def range_sums(
+    pieces: Sequence[CountTable], piece_blocks: Sequence[int], n_blocks: int, vocab: int, jackknife: bool = True,
+) -> PartialSums:
+    """Sums and delete-one-block deltas of one first-token range, from its pieces of every shard.
+
+    The pieces (each from a shard of jackknife block ``piece_blocks[i]``) are put in block
+    order and their entries sorted by key, stably, so equal keys keep block order; one pass
+    (``kernels.merged_sums``) then adds each cell's counts, per block and in all, and takes
+    the sums and deltas. No per-block table is built and no total is looked up.
+    """
     sums_tables = kernels.SUM_TABLES
-    total = merge(blocks)
-    n_blocks = len(blocks)
-    joint_jk, first_jk = (np.zeros((n_blocks, kernels.N_SUMS)) for _ in range(2))
-    first_blocks = np.stack([_column(t.keys // vocab, t.counts, vocab) for t in blocks])
+    order = np.argsort(np.asarray(piece_blocks), kind="stable")
+    keys = np.concatenate([pieces[i].keys for i in order]) if len(pieces) else np.zeros(0, np.int64)
+    counts = np.concatenate([pieces[i].counts for i in order]) if len(pieces) else np.zeros(0, np.int64)
+    blocks = np.repeat(np.asarray(piece_blocks, dtype=np.int64)[order], [len(pieces[i].keys) for i in order])
+    by_key = np.argsort(keys, kind="stable")
+    joint, joint_jk, first_blocks, second_blocks = kernels.merged_sums(
+        keys[by_key], counts[by_key], blocks[by_key], n_blocks, vocab, sums_tables, jackknife,
+    )
     first = first_blocks.sum(axis=0)
-    for g, t in enumerate(blocks if jackknife else ()):
-        totals = total.counts[np.searchsorted(total.keys, t.keys)]
-        joint_jk[g] = kernels.count_deltas(totals, t.counts, sums_tables)
+    first_jk = np.zeros((n_blocks, kernels.N_SUMS))
+    for g in range(n_blocks if jackknife else 0):
         hit = first_blocks[g] > 0
         first_jk[g] = kernels.count_deltas(first[hit], first_blocks[g][hit], sums_tables)
-    return PartialSums(
-        kernels.count_sums(total.counts, sums_tables),
-        kernels.count_sums(first, sums_tables),
-        joint_jk, first_jk,
-        np.stack([_column(t.keys % vocab, t.counts, vocab) for t in blocks]),
-    )
+    return PartialSums(joint, kernels.count_sums(first, sums_tables), joint_jk, first_jk, second_blocks)
 
 
 def combine(parts: Sequence[PartialSums], jackknife: bool = True) -> TableSums:
@@ -115,8 +109,3 @@ def combine(parts: Sequence[PartialSums], jackknife: bool = True) -> TableSums:
         second_jk,
         block_pairs,
     )
-
-
-def _column(tokens: np.ndarray, counts: np.ndarray, vocab: int) -> np.ndarray:
-    """Counts per token id of a table's first or second tokens."""
-    return np.bincount(tokens, weights=counts, minlength=vocab).astype(np.int64)

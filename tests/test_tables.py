@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from depstat import kernels
 from depstat.counting import PARTNER_MODES, jackknife_blocks, partner_seed
 from depstat.distributed import shards
-from depstat.tables import CountTable, combine, merge, range_sums, shard_tables, split
+from depstat.tables import combine, range_sums, shard_tables, split
 from tests import naive
 from tests.test_kernels import assert_sums_equal, streams
 
@@ -32,35 +32,27 @@ def test_sharded_tables_merged_per_block_match_naive(stream, r, partner, n_block
     shift = max(stream.n_tokens // 2, 1)
     seed = partner_seed(3, r)
     slot = (r, PARTNER_MODES[partner], seed)
-    per_block = [[] for _ in range(len(block_starts) - 1)]
+    pieces, piece_blocks = [], []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         g = np.searchsorted(block_starts, lo, side="right") - 1
         assert hi <= block_starts[g + 1]  # a shard never straddles a block
-        per_block[g] += shard_tables(stream.tokens, lo, hi, ends, [slot], shift, stream.vocab_size)
-    blocks = [merge(t) for t in per_block]
-    want = naive.naive_sums(
-        stream.tokens, stream.doc_lengths, stream.vocab_size, r, partner, block_starts, shift, seed
-    )
-    assert_sums_equal(combine([range_sums(blocks, stream.vocab_size)]), want)
-    # The same from first-token ranges counted apart (as Dask tasks do) and combined.
+        pieces += shard_tables(stream.tokens, lo, hi, ends, [slot], shift, stream.vocab_size)
+        piece_blocks.append(g)
+    order = np.random.default_rng(shard_size).permutation(len(pieces))  # pieces arrive in any order
+    pieces, piece_blocks = [pieces[i] for i in order], [piece_blocks[i] for i in order]
+    n_blocks = len(block_starts) - 1
     v = stream.vocab_size
+    want = naive.naive_sums(stream.tokens, stream.doc_lengths, v, r, partner, block_starts, shift, seed)
+    whole = range_sums(pieces, piece_blocks, n_blocks, v)
+    assert_sums_equal(combine([whole]), want)
+    # The same from first-token ranges counted apart (as Dask tasks do) and combined.
     edges = np.unique(np.r_[0, np.sort(np.random.default_rng(r).integers(0, v + 1, 3)), v]) * v
-    pieces = [split(b, edges) for b in blocks]
-    parts = [range_sums([p[q] for p in pieces], v) for q in range(len(edges) - 1)]
+    cut = [split(p, edges) for p in pieces]
+    parts = [range_sums([c[q] for c in cut], piece_blocks, n_blocks, v) for q in range(len(edges) - 1)]
     assert_sums_equal(combine(parts), want)
-
-
-@settings(max_examples=100, deadline=None)
-@given(parts=st.lists(st.lists(st.integers(0, 50), max_size=30), max_size=5))
-def test_merge_adds_counts_cell_by_cell(parts: list[list[int]]) -> None:
-    def table_of(keys: list[int]) -> CountTable:
-        uniq, counts = np.unique(np.asarray(keys, dtype=np.int64), return_counts=True)
-        return CountTable(uniq, counts.astype(np.int64))
-
-    got = merge([table_of(p) for p in parts])
-    want = table_of([k for p in parts for k in p])
-    npt.assert_array_equal(got.keys, want.keys)
-    npt.assert_array_equal(got.counts, want.counts)
+    point = range_sums(pieces, piece_blocks, n_blocks, v, jackknife=False)  # point only: no deltas
+    npt.assert_array_equal(point.joint, whole.joint)
+    assert not point.joint_jk.any() and not point.first_jk.any()
 
 
 @settings(max_examples=100, deadline=None)
