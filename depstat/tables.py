@@ -1,10 +1,10 @@
 """Count tables of token pairs that add up across shards: the distributed engine's unit of work.
 
 A table holds one slot's pairs (one offset, one partner process) from a range of positions,
-as sorted int64 keys ``x * V + y`` with their counts. Tables of shards add up cell by cell;
-from the pieces of every shard, ``range_sums`` (per first-token range) and ``combine`` give
-the same ``TableSums`` that the in-memory kernels compute, so every estimator applies
-unchanged. Memory is that of the tables: at most one entry per distinct pair in each shard.
+as sorted int64 keys ``x * V + y`` with their counts. Tables of shards merge by adding
+counts; from the merged tables of each jackknife block, ``range_sums`` (per first-token range)
+and ``combine`` give the same ``TableSums`` that the in-memory kernels compute, so every
+estimator applies unchanged. Memory is that of the tables: at most one entry per distinct pair in each block.
 """
 
 from __future__ import annotations
@@ -24,6 +24,20 @@ class CountTable:
 
     keys: np.ndarray
     counts: np.ndarray
+
+
+def merge(tables: Sequence[CountTable]) -> CountTable:
+    """One table with the counts of all of them added cell by cell."""
+    if len(tables) == 1:
+        return tables[0]
+    keys = np.concatenate([t.keys for t in tables]) if tables else np.zeros(0, np.int64)
+    counts = np.concatenate([t.counts for t in tables]) if tables else np.zeros(0, np.int64)
+    order = np.argsort(keys, kind="stable")
+    keys, counts = keys[order], counts[order]
+    if keys.size == 0:
+        return CountTable(keys, counts)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return CountTable(keys[starts], np.add.reduceat(counts, starts))
 
 
 def shard_tables(
@@ -67,19 +81,20 @@ def range_sums(
 ) -> PartialSums:
     """Sums and delete-one-block deltas of one first-token range, from its pieces of every shard.
 
-    The pieces (each from a shard of jackknife block ``piece_blocks[i]``) are put in block
-    order and their entries sorted by key, stably, so equal keys keep block order; one pass
-    (``kernels.merged_sums``) then adds each cell's counts, per block and in all, and takes
-    the sums and deltas. No per-block table is built and no total is looked up.
+    The pieces (each from a shard of jackknife block ``piece_blocks[i]``) are merged block by
+    block, so a cell counted in many shards is held once per block; the blocks' tables are
+    then sorted by key together, stably, so equal keys keep block order, and one pass
+    (``kernels.merged_sums``) adds each cell's counts and takes the sums and deltas: no
+    total table is built and no total is looked up.
     """
     sums_tables = kernels.SUM_TABLES
-    order = np.argsort(np.asarray(piece_blocks), kind="stable")
-    keys = np.concatenate([pieces[i].keys for i in order]) if len(pieces) else np.zeros(0, np.int64)
-    counts = np.concatenate([pieces[i].counts for i in order]) if len(pieces) else np.zeros(0, np.int64)
-    blocks = np.repeat(np.asarray(piece_blocks, dtype=np.int64)[order], [len(pieces[i].keys) for i in order])
+    blocks = [merge([p for p, b in zip(pieces, piece_blocks) if b == g]) for g in range(n_blocks)]
+    keys = np.concatenate([t.keys for t in blocks])
+    counts = np.concatenate([t.counts for t in blocks])
+    block_of = np.repeat(np.arange(n_blocks, dtype=np.int64), [len(t.keys) for t in blocks])
     by_key = np.argsort(keys, kind="stable")
     joint, joint_jk, first_blocks, second_blocks = kernels.merged_sums(
-        keys[by_key], counts[by_key], blocks[by_key], n_blocks, vocab, sums_tables, jackknife,
+        keys[by_key], counts[by_key], block_of[by_key], n_blocks, vocab, sums_tables, jackknife,
     )
     first = first_blocks.sum(axis=0)
     first_jk = np.zeros((n_blocks, kernels.N_SUMS))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from depstat import kernels
 from depstat.counting import PARTNER_MODES, jackknife_blocks, partner_seed
 from depstat.distributed import shards
-from depstat.tables import combine, range_sums, shard_tables, split
+from depstat.tables import CountTable, combine, merge, range_sums, shard_tables, split
 from tests import naive
 from tests.test_kernels import assert_sums_equal, streams
 
@@ -53,6 +53,19 @@ def test_sharded_tables_merged_per_block_match_naive(stream, r, partner, n_block
     point = range_sums(pieces, piece_blocks, n_blocks, v, jackknife=False)  # point only: no deltas
     npt.assert_array_equal(point.joint, whole.joint)
     assert not point.joint_jk.any() and not point.first_jk.any()
+
+
+@settings(max_examples=100, deadline=None)
+@given(parts=st.lists(st.lists(st.integers(0, 50), max_size=30), max_size=5))
+def test_merge_adds_counts_cell_by_cell(parts: list[list[int]]) -> None:
+    def table_of(keys: list[int]) -> CountTable:
+        uniq, counts = np.unique(np.asarray(keys, dtype=np.int64), return_counts=True)
+        return CountTable(uniq, counts.astype(np.int64))
+
+    got = merge([table_of(p) for p in parts])
+    want = table_of([k for p in parts for k in p])
+    npt.assert_array_equal(got.keys, want.keys)
+    npt.assert_array_equal(got.counts, want.counts)
 
 
 @settings(max_examples=100, deadline=None)
