@@ -16,11 +16,12 @@ from depstat.stream import TokenStream, file_backed
 
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
 # Below this much work a kernel runs faster on one thread: waking the second thread for
-# every parallel region costs more than the work it takes over. Work is tokens, and for
-# partition_sums tokens x partner processes counted in the call (`python
+# every parallel region costs more than the work it takes over. Work is tokens, for
+# partition_sums tokens x partner processes counted in the call, for row_sums count cells (`python
 # benchmarks/bench_phases.py --tokens 300000` / `1000000` compares each phase on one and
 # two threads; an earlier run at 1M tokens had one thread faster for the real pairs alone,
-# two for real pairs and a null counted with them, with the jackknife).
+# two for real pairs and a null counted with them, with the jackknife). The row_sums switch
+# is set, not measured: about where a parallel region's start-up and the work are alike.
 PARALLEL_MIN_WORK = {
     "dense_counts": 1_000_000, "emit_pairs": 1_000_000, "partition_sums": 2_000_000,
     "null_sweep_sums": 1_000_000, "row_sums": 100_000,
