@@ -94,12 +94,14 @@ class Engine:
     """How a profile tokenizes and counts: here, or on a Dask cluster.
 
     ``counter(stream, n_blocks=, seed=)`` builds the counter, ``encode`` has
-    ``granularity.encode_stream``'s signature, ``info`` describes the engine for the run record.
+    ``granularity.encode_stream``'s signature, ``info`` describes the engine for the run record;
+    with ``spool`` the streams made in this process live in memory-mapped temporary files.
     """
 
     counter: Callable[..., object] = PairCounter
     encode: Callable[..., TokenStream] = encode_stream
     info: dict = field(default_factory=lambda: {"name": "local"})
+    spool: bool = False
 
 
 @contextmanager
@@ -115,7 +117,7 @@ def engine(
         else:
             counter = functools.partial(PairCounter, pair_memory=pair_memory)
             encode = functools.partial(encode_stream, spool=True)  # the streams are not held either
-            yield Engine(counter, encode, {"name": "local", "pair_memory": pair_memory})
+            yield Engine(counter, encode, {"name": "local", "pair_memory": pair_memory}, spool=True)
         return
     if workers is not None and scheduler is not None:
         raise DepstatError("give --workers or --scheduler, not both")

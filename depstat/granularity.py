@@ -23,10 +23,11 @@ from depstat.cache import Shard, TokenCache, digest_texts, split_shards, tokeniz
 from depstat.corpus import Document
 from depstat.errors import DepstatError
 from depstat.progress import bar
-from depstat.stream import Spool, TokenStream, as_token_array, token_dtype
+from depstat.stream import Spool, TokenStream, as_token_array, file_backed, token_dtype
 
 DEFAULT_LADDER = ("bytes", "bpe-1k", "bpe-8k", "bpe-32k", "words")
 _BPE = re.compile(r"^bpe-(\d+)(k?)$")
+SPOOL_COPY = 1 << 24  # ids narrowed from one spooled file to another this many at a time
 
 
 def bpe_vocab_size(name: str) -> int | None:
@@ -163,27 +164,40 @@ def _encode(tokenizer: Tokenizer, texts: list[str]) -> tuple[np.ndarray, np.ndar
     return flat, lengths
 
 
-def ids_stream(documents: Iterable[Document], vocab_size: int | None) -> TokenStream:
+def ids_stream(documents: Iterable[Document], vocab_size: int | None, spool: bool = False) -> TokenStream:
     """The given tokenization of a pre-tokenized corpus as a TokenStream.
 
-    With ``vocab_size`` given, an id at or above it is an error naming its document.
+    With ``vocab_size`` given, an id at or above it is an error naming its document. With
+    ``spool`` the ids go to a temporary file as they are read and the stream memory-maps it
+    (``stream.Spool``; 32-bit ids until the vocabulary is known, then narrowed file to file).
     """
-    chunks = []
+    chunks: list[np.ndarray] | Spool = Spool(token_dtype(vocab_size or 1 << 32)) if spool else []
+    lengths = []
     for doc in documents:
         ids = np.asarray(doc.ids, dtype=np.int64)
-        if vocab_size is not None and ids.size and int(ids.max()) >= vocab_size:
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= (vocab_size or 1 << 32)):
+            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
             raise DepstatError(
-                f"token id {int(ids.max())} is outside the vocabulary [0, {vocab_size})",
+                f"token id {bad} is outside the vocabulary [0, {vocab_size or 1 << 32})",
                 path=doc.source, line=doc.line,
                 hint="pass the tokenizer's real --vocab-size, or check --eos-id",
             )
         chunks.append(ids)
-    tokens = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+        lengths.append(len(ids))
+    if spool:
+        tokens = chunks.array()
+    else:
+        tokens = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
     source = "--vocab-size" if vocab_size is not None else "largest id + 1"
     if vocab_size is None:
         vocab_size = int(tokens.max()) + 1 if tokens.size else 1
+    if spool and tokens.dtype != token_dtype(vocab_size):  # narrowed without a copy in memory
+        narrow = file_backed(len(tokens), token_dtype(vocab_size))
+        for i in range(0, len(tokens), SPOOL_COPY):
+            narrow[i : i + SPOOL_COPY] = tokens[i : i + SPOOL_COPY]
+        tokens = narrow
     return TokenStream(
-        name="ids", tokens=tokens, doc_lengths=np.asarray([len(c) for c in chunks]),
+        name="ids", tokens=tokens, doc_lengths=np.asarray(lengths, dtype=np.int64),
         vocab_size=int(vocab_size), info={"vocab_size_from": source},
     )
 

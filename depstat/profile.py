@@ -318,7 +318,7 @@ def _profile(
                 "this corpus is already tokenized: its only granularity is the given ids",
                 hint="drop --granularity/--tokenizer",
             )
-        streams: Iterable[TokenStream] = [ids_stream(documents(), vocab_size)]
+        streams: Iterable[TokenStream] = [ids_stream(documents(), vocab_size, spool=run.spool)]
     else:
         names = check_names(granularities if granularities is not None else DEFAULT_LADDER)
         if not names and not tokenizers:

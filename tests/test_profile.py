@@ -15,7 +15,8 @@ import pytest
 import depstat
 from depstat.cli import main
 from depstat.counting import PairCounter
-from depstat.granularity import encode_stream
+from depstat.corpus import Document
+from depstat.granularity import encode_stream, ids_stream
 from depstat.profile import Profile, log_offsets, mi_profile
 from depstat.stream import TokenStream
 from depstat.synth import MarkovChain, stationary
@@ -181,6 +182,19 @@ def test_spooled_streams_and_capped_counters_are_file_backed() -> None:
     counter = PairCounter(spooled, pair_memory=1 << 20)
     assert mapped(counter.tokens) and not mapped(PairCounter(held).tokens)
     assert encode_stream("bytes", iter([]), None, spool=True).n_tokens == 0
+    # pre-tokenized ids: spooled in 32 bits until the vocabulary is known, then narrowed
+    rng = np.random.default_rng(1)
+    docs = [Document("ids.jsonl", i + 1, ids=rng.integers(0, 700, 50 + i)) for i in range(40)]
+    for vocab in (None, 700):
+        held, spooled = (ids_stream(iter(docs), vocab, spool=s) for s in (False, True))
+        assert mapped(spooled.tokens) and spooled.tokens.dtype == held.tokens.dtype == np.uint16
+        np.testing.assert_array_equal(spooled.tokens, held.tokens)
+        np.testing.assert_array_equal(spooled.doc_lengths, held.doc_lengths)
+        assert spooled.vocab_size == held.vocab_size
+    bad = docs[:3] + [Document("ids.jsonl", 4, ids=np.array([3, -1]))]
+    for spool in (False, True):
+        with pytest.raises(depstat.DepstatError, match="ids.jsonl:4: token id -1 is outside"):
+            ids_stream(iter(bad), None, spool=spool)
 
 
 BAD_INPUTS = {
