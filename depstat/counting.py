@@ -362,12 +362,8 @@ class PairCounter:
         xloc, life = np.empty(places, dtype=np.uint8), np.empty(places, dtype=np.uint8)
         ys = np.empty((1, places), dtype=self.tokens.dtype)
         fill_end = np.empty_like(region)
-        if marginals is None:
-            marginals = tuple(np.empty((1, self.n_blocks, self.vocab), dtype=np.int32) for _ in range(2))
-            add = False
-        else:
-            add = True
-        first, second = marginals
+        add = marginals is not None
+        first, second = marginals if add else (np.empty((1, self.n_blocks, self.vocab), dtype=np.int32) for _ in "ab")
         with threads_for(self.tokens.shape[0], "emit_pairs"):
             kernels.emit_pairs(
                 self.tokens, code, self.doc_ends, self.block_starts, region, np.array(offsets[:1]),

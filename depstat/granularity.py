@@ -175,8 +175,9 @@ def ids_stream(documents: Iterable[Document], vocab_size: int | None, spool: boo
     lengths = []
     for doc in documents:
         ids = np.asarray(doc.ids, dtype=np.int64)
-        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= (vocab_size or 1 << 32)):
-            bad = int(ids.min()) if int(ids.min()) < 0 else int(ids.max())
+        lo, hi = (int(ids.min()), int(ids.max())) if ids.size else (0, 0)
+        if lo < 0 or hi >= (vocab_size or 1 << 32):
+            bad = lo if lo < 0 else hi
             raise DepstatError(
                 f"token id {bad} is outside the vocabulary [0, {vocab_size or 1 << 32})",
                 path=doc.source, line=doc.line,

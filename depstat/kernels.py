@@ -297,7 +297,9 @@ def emit_pairs(
         if not add:
             first[:, g] = 0
             second[:, g] = 0
-        base = first[0, g].copy()  # this pass's first-slot counts are added to the other slots at the end
+        base = np.empty(0, dtype=first.dtype)  # the first slot's counts before this pass, for the other slots
+        if n_slots > 1:
+            base = first[0, g].copy()
         lo, hi = block_starts[g], block_starts[g + 1]
         d = np.searchsorted(doc_ends, lo, side="right")
         p = lo
@@ -447,6 +449,15 @@ def _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, star
                 lsrt[to] = life[i]
 
 
+@nb.njit(cache=True, inline="always")
+def _largest_partition(region: np.ndarray, fill_end: np.ndarray) -> int:
+    """Pairs in the largest partition (at least 1): the size of a worker's sort buffers."""
+    largest = 1
+    for q in range(region.shape[0]):
+        largest = max(largest, fill_end[q, region.shape[1] - 1] - region[q, 0])
+    return largest
+
+
 @nb.njit(cache=True)
 def _partition_sums(
     xloc, ys, region, fill_end, w, q, tables, jackknife, total, run, touched, hit, srt, blk, starts,
@@ -512,9 +523,7 @@ def partition_sums(
     """
     n_parts, n_blocks = region.shape
     n_slots = ys.shape[0]
-    largest = 1
-    for q in range(n_parts):
-        largest = max(largest, fill_end[q, n_blocks - 1] - region[q, 0])
+    largest = _largest_partition(region, fill_end)
     joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
     joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
@@ -649,9 +658,7 @@ def null_sweep_sums(
     chunks as in ``partition_sums``, so the result does not depend on the thread count.
     """
     n_parts, n_blocks = region.shape
-    largest = 1
-    for q in range(n_parts):
-        largest = max(largest, fill_end[q, n_blocks - 1] - region[q, 0])
+    largest = _largest_partition(region, fill_end)
     diff_c = np.zeros((N_CHUNKS, n_life, N_SUMS))
     jk_c = np.zeros((N_CHUNKS, n_life, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
