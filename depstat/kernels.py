@@ -55,8 +55,13 @@ def _grassberger_table(size: int) -> np.ndarray:
 
 
 NG_TABLE = _grassberger_table(TABLE_SIZE)
-# Row 0: n ln n, row 1: n G(n); looking them up avoids a log per table cell.
-SUM_TABLES = np.stack([np.arange(TABLE_SIZE) * np.log(np.maximum(np.arange(TABLE_SIZE), 1)), NG_TABLE])
+_N_LOG_N = np.arange(TABLE_SIZE) * np.log(np.maximum(np.arange(TABLE_SIZE), 1))
+# Rows 0 and 1: n ln n and n G(n); rows 2 and 3: their change when a cell of n loses one
+# (``_drop_one``). Looking them up avoids a log per table cell.
+SUM_TABLES = np.stack([
+    _N_LOG_N, NG_TABLE,
+    np.concatenate([[0.0], _N_LOG_N[:-1] - _N_LOG_N[1:]]), np.concatenate([[0.0], NG_TABLE[:-1] - NG_TABLE[1:]]),
+])
 
 
 @nb.njit(cache=True, inline="always")
@@ -353,40 +358,49 @@ def _count_cells(src, a, b, counts, listed, n_listed):
 
 
 @nb.njit(cache=True, inline="always")
-def _block_deltas(src, a, b, g, total, run, hit, tables, jk):
+def _drop_one(n: int, tables: np.ndarray) -> tuple[float, float]:
+    """Change of (n ln n, n G(n)) when a cell of n counts loses one, from the tables or computed beyond them."""
+    if n < tables.shape[1]:
+        return tables[2, n], tables[3, n]
+    return n_log_n(n - 1) - n_log_n(n), n_g_n(n - 1, tables[1]) - n_g_n(n, tables[1])
+
+
+@nb.njit(cache=True, inline="always")
+def _block_deltas(src, a, b, g, total, seen, tables, jk):
     """Add to ``jk[g]`` the change of the joint sums when block g's pairs ``src[a:b]`` are deleted.
 
-    ``total`` holds the token's cell totals over all blocks; ``run`` (all zero) counts
-    the block's cells and is left zero again.
+    ``total`` holds the token's cell totals over all blocks. A cell of t pairs, m of them
+    in block g, changes by f(t - m) - f(t): the sum, over the block's k-th pair of the cell
+    (k = 1 .. m), of the change when a cell of t - k + 1 loses one, which one lookup gives.
+    ``seen[y]`` keeps ``(block << 32) | k`` for cell y (-1 before the token's first pair),
+    so the pairs are taken one by one, without listing the block's cells.
     """
-    n_hit = _count_cells(src, a, b, run, hit, 0)
-    sentinel = run.shape[0] - 1  # dropped pairs' cell, not a table cell
+    sentinel = total.shape[0] - 1  # dropped pairs' cell, not a table cell
     d0, d1, emptied = 0.0, 0.0, 0
-    for h in range(n_hit):
-        y = hit[h]
-        m = run[y]
-        run[y] = 0
+    for i in range(a, b):
+        y = src[i]
         if y == sentinel:
             continue
+        was = seen[y]
+        k = (was & 0xFFFFFFFF) * ((was >> 32) == g) + 1  # the cell's pairs in block g so far, this one too
+        seen[y] = (g << 32) | k
         t = total[y]
-        after0, after1 = _cell_sums(t - m, tables)
-        before0, before1 = _cell_sums(t, tables)
-        d0 += after0 - before0
-        d1 += after1 - before1
-        emptied += m == t
+        v0, v1 = _drop_one(t - k + 1, tables)
+        d0 += v0
+        d1 += v1
+        emptied += k == t
     jk[g, 0] += d0
     jk[g, 1] += d1
     jk[g, 2] -= emptied
 
 
 @nb.njit(cache=True, inline="always")
-def _count_token(src, lo, hi, total, run, hit, touched, tables, jk, jackknife):
+def _count_token(src, lo, hi, total, seen, touched, tables, jk, jackknife):
     """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``total``.
 
-    With ``jackknife``, a second pass counts each block's cells in ``run``: with the
-    totals known, each (cell, block) gives at once the change of the joint sums when the
-    block is deleted, added to ``jk``. Returns the number of cells touched (listed in
-    ``touched``, whose ``total`` the caller reads and resets).
+    With ``jackknife``, a second pass adds each block's delete delta to ``jk``
+    (``_block_deltas``; ``seen`` is all -1 before and after). Returns the number of cells
+    touched (listed in ``touched``, whose ``total`` the caller reads and resets).
     """
     n_t = 0
     for g in range(lo.shape[0]):
@@ -394,14 +408,15 @@ def _count_token(src, lo, hi, total, run, hit, touched, tables, jk, jackknife):
     if not jackknife:
         return n_t
     for g in range(lo.shape[0]):
-        if lo[g] == hi[g]:
-            continue
-        _block_deltas(src, lo[g], hi[g], g, total, run, hit, tables, jk)
+        if lo[g] < hi[g]:
+            _block_deltas(src, lo[g], hi[g], g, total, seen, tables, jk)
+    for j in range(n_t):
+        seen[touched[j]] = -1
     return n_t
 
 
 @nb.njit(cache=True, inline="always")
-def _count_sorted(src, blk, a, b, total, run, hit, touched, tables, jk, jackknife):
+def _count_sorted(src, blk, a, b, total, seen, touched, tables, jk, jackknife):
     """``_count_token`` for one token's partners ``src[a:b]`` kept in block order, ``blk`` giving each one's block.
 
     Only the blocks the token occurs in are visited, so a rare token costs O(its pairs),
@@ -416,8 +431,10 @@ def _count_sorted(src, blk, a, b, total, run, hit, touched, tables, jk, jackknif
         j = i + 1
         while j < b and blk[j] == g:
             j += 1
-        _block_deltas(src, i, j, g, total, run, hit, tables, jk)
+        _block_deltas(src, i, j, np.int64(g), total, seen, tables, jk)
         i = j
+    for j in range(n_t):
+        seen[touched[j]] = -1
     return n_t
 
 
@@ -460,8 +477,7 @@ def _largest_partition(region: np.ndarray, fill_end: np.ndarray) -> int:
 
 @nb.njit(cache=True)
 def _partition_sums(
-    xloc, ys, region, fill_end, w, q, tables, jackknife, total, run, touched, hit, srt, blk, starts,
-    pos, sums, jk,
+    xloc, ys, region, fill_end, w, q, tables, jackknife, total, seen, touched, srt, blk, starts, pos, sums, jk,
 ):
     """Add partition q's joint sums for every partner process to ``sums[s]``, its delete-one-block changes to ``jk[s]``.
 
@@ -476,9 +492,9 @@ def _partition_sums(
         s0, s1, cells = 0.0, 0.0, 0
         for x in range(w):
             if w == 1:
-                n_t = _count_token(ys[s], region[q], fill_end[q], total, run, hit, touched, tables, jk[s], jackknife)
+                n_t = _count_token(ys[s], region[q], fill_end[q], total, seen, touched, tables, jk[s], jackknife)
             else:
-                n_t = _count_sorted(srt[s], blk, starts[x], starts[x + 1], total, run, hit, touched, tables,
+                n_t = _count_sorted(srt[s], blk, starts[x], starts[x + 1], total, seen, touched, tables,
                                     jk[s], jackknife)
             for j in range(n_t):
                 y = touched[j]
@@ -528,9 +544,8 @@ def partition_sums(
     joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
         total = np.zeros(vocab + 1, dtype=np.int32)  # + the sentinel's cell
-        run = np.zeros(vocab + 1, dtype=np.int32)
+        seen = np.full(vocab + 1, -1, dtype=np.int64)  # see _block_deltas
         touched = np.empty(vocab + 1, dtype=ys.dtype)  # lists of partner tokens, in their own dtype
-        hit = np.empty(vocab + 1, dtype=ys.dtype)
         srt = np.empty((n_slots, largest), dtype=ys.dtype)
         blk = np.empty(largest, dtype=np.uint16)  # the block of each sorted pair
         starts = np.empty(XLOC_MASK + 2, dtype=np.int64)  # token x's pairs are srt[:, starts[x]:starts[x + 1]]
@@ -540,8 +555,8 @@ def partition_sums(
             jk = np.zeros((n_slots, n_blocks, N_SUMS))
             for q in range(c, n_parts, N_CHUNKS):
                 _partition_sums(
-                    xloc, ys, region, fill_end, widths[q], q, tables, jackknife, total, run, touched, hit,
-                    srt, blk, starts, pos, sums, jk,
+                    xloc, ys, region, fill_end, widths[q], q, tables, jackknife, total, seen, touched, srt,
+                    blk, starts, pos, sums, jk,
                 )
             joint_c[c] = sums
             joint_jk_c[c] = jk
@@ -559,14 +574,14 @@ def _cell_change(jk, t, c, t2, c2, tables):
 
 
 @nb.njit(cache=True)
-def _sweep_token(src, blk, life, a, b, n_life, total, run, hit, touched, slot, cells, dying, bins, cb,
+def _sweep_token(src, blk, life, a, b, n_life, total, seen, run, order, touched, slot, cells, dying, bins, cb,
                  tables, diff, jk_diff, jackknife):
     """One first token's null pairs ``src[a:b]`` (block order): its joint sums at the first
     offset into ``diff[0]``/``jk_diff[0]``, then the deletion of the pairs whose life ends at
     each offset index j into ``diff[j]``/``jk_diff[j]``, all of a cell's at once. Returns
     ``cb``, grown if it had to be."""
     n_blocks = jk_diff.shape[1]
-    n_t = _count_sorted(src, blk, a, b, total, run, hit, touched, tables, jk_diff[0], jackknife)
+    n_t = _count_sorted(src, blk, a, b, total, seen, touched, tables, jk_diff[0], jackknife)
     for j in range(n_t):
         _add_sums(diff[0], total[touched[j]], tables, 1.0)
     n_d, n_c = 0, 0
@@ -597,15 +612,15 @@ def _sweep_token(src, blk, life, a, b, n_life, total, run, hit, touched, slot, c
             i = dying[e]
             at = bins[life[i]]
             bins[life[i]] = at + 1
-            hit[at] = i  # hit is free here: a list of pair indices, in offset order
+            order[at] = i
         pending = cb[n_c * n_blocks :]  # a cell's pairs dropped at this offset, per block
         e = 0
         while e < n_d:  # one offset index at a time, each cell's drops there at once
-            j = life[hit[e]]
+            j = life[order[e]]
             n_p = 0
             f = e
-            while f < n_d and life[hit[f]] == j:
-                i = hit[f]
+            while f < n_d and life[order[f]] == j:
+                i = order[f]
                 y = src[i]
                 if run[y] == 0:  # run (all zero) counts the cell's drops; dying lists the cells
                     dying[n_p] = y
@@ -663,9 +678,10 @@ def null_sweep_sums(
     jk_c = np.zeros((N_CHUNKS, n_life, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
         total = np.zeros(vocab + 1, dtype=np.int32)  # as in partition_sums (no sentinel is written here)
+        seen = np.full(vocab + 1, -1, dtype=np.int64)  # see _block_deltas
         run = np.zeros(vocab + 1, dtype=np.int32)
         touched = np.empty(vocab + 1, dtype=ys.dtype)
-        hit = np.empty(max(vocab + 1, largest), dtype=np.int64)  # cell lists, then dying pair lists
+        order = np.empty(largest, dtype=np.int64)  # the dying pairs in offset order
         slot = np.full(vocab, -1, dtype=np.int32)  # a dying cell's row in cb
         cells = np.empty(vocab, dtype=np.int64)
         dying = np.empty(largest, dtype=np.int64)
@@ -683,7 +699,7 @@ def null_sweep_sums(
                 w = widths[q]
                 _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
                 for x in range(w):
-                    cb = _sweep_token(srt[0], blk, lsrt, starts[x], starts[x + 1], n_life, total, run, hit,
+                    cb = _sweep_token(srt[0], blk, lsrt, starts[x], starts[x + 1], n_life, total, seen, run, order,
                                       touched, slot, cells, dying, bins, cb, tables, diff, jk_diff, jackknife)
             diff_c[c] = diff
             jk_c[c] = jk_diff
