@@ -36,6 +36,8 @@ MAX_PARTS = 1024  # partitions are made larger on long streams to keep the write
 DENSE_MAX_VOCAB = 256
 # Dense tables of one batch of offsets (4 bytes a cell), sized to stay in a core's L2 cache.
 DENSE_BATCH_BYTES = 1 << 18
+# Offsets of the rotation null whose dense tables are summed together (in parallel).
+NULL_BATCH = 4
 # Offsets per sweep of the rotation null: a pair's life (offsets it lasts) is kept in a byte.
 MAX_SWEEP = 255
 # Offsets the partitioned kernel counts in one pass: they share the first tokens' partitions
@@ -332,21 +334,26 @@ class PairCounter:
 
     def _dense_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
         """The rotation null in dense block tables: counted at the first offset, then each
-        later offset's dropped pairs taken out and the sums taken again from the tables."""
-        counts = self._dense_tables(1)
+        later offset's dropped pairs taken out. The tables of NULL_BATCH offsets at a time
+        are copied side by side and summed together, so ``dense_table_sums`` runs them in parallel."""
+        work = np.empty((self.n_blocks, 1, self.vocab, self.vocab), dtype=np.int32)
         mode = np.array([kernels.MODE_ROTATE], dtype=np.int64)
         none = np.empty((0, 0), dtype=np.int32)
         out = {}
         with threads_for(self.stream.n_tokens, "dense_counts"):
-            for j, r in enumerate(offsets):
-                if j == 0:
-                    kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, np.array([r]), mode,
-                                         np.zeros(1, dtype=np.int64), self.shift, counts)
-                else:
-                    kernels.drop_positions(self.tokens, self.doc_ends, self.block_starts, offsets[j - 1], r,
-                                           self.shift, none, none, counts[:, 0])
-                out.update(_by_slot([(r, mode[0], "rotate")], *kernels.dense_table_sums(
-                    counts, kernels.SUM_TABLES, jackknife)))
+            for i in range(0, len(offsets), NULL_BATCH):
+                batch = offsets[i : i + NULL_BATCH]
+                counts = self._dense_tables(len(batch))
+                for j, r in enumerate(batch):
+                    if i + j == 0:
+                        kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, np.array([r]), mode,
+                                             np.zeros(1, dtype=np.int64), self.shift, work)
+                    else:
+                        kernels.drop_positions(self.tokens, self.doc_ends, self.block_starts, offsets[i + j - 1], r,
+                                               self.shift, none, none, work[:, 0])
+                    counts[:, j] = work[:, 0]
+                slots = [(r, mode[0], "rotate") for r in batch]
+                out.update(_by_slot(slots, *kernels.dense_table_sums(counts, kernels.SUM_TABLES, jackknife)))
         return {r: out["rotate", r] for r in offsets}
 
     def emit_null(

@@ -366,29 +366,36 @@ def _drop_one(n: int, tables: np.ndarray) -> tuple[float, float]:
 
 
 @nb.njit(cache=True, inline="always")
-def _block_deltas(src, a, b, g, total, seen, tables, jk):
-    """Add to ``jk[g]`` the change of the joint sums when block g's pairs ``src[a:b]`` are deleted.
+def _pair_change(y, g, total, seen, tables):
+    """The change of block g's delete delta for the joint sums from one more pair of cell y in block g.
 
-    ``total`` holds the token's cell totals over all blocks. A cell of t pairs, m of them
-    in block g, changes by f(t - m) - f(t): the sum, over the block's k-th pair of the cell
-    (k = 1 .. m), of the change when a cell of t - k + 1 loses one, which one lookup gives.
-    ``seen[y]`` keeps ``(block << 32) | k`` for cell y (-1 before the token's first pair),
-    so the pairs are taken one by one, without listing the block's cells.
+    ``total[y]`` is the cell's total t over all blocks. A cell with m of its t pairs in
+    block g changes by f(t - m) - f(t) when g is deleted: the sum, over its k-th pair in
+    the block (k = 1 .. m), of the change when a cell of t - k + 1 loses one, which one
+    lookup gives. ``seen[y]`` keeps ``(block << 32) | k`` (-1 before the token's first
+    pair), so pairs are taken one by one, in block order, without listing the block's
+    cells. Returns the changes of (n ln n, n G(n)) and whether the block empties the cell.
     """
+    was = seen[y]
+    k = (was & 0xFFFFFFFF) * ((was >> 32) == g) + 1  # the cell's pairs in block g so far, this one too
+    seen[y] = (g << 32) | k
+    t = total[y]
+    v0, v1 = _drop_one(t - k + 1, tables)
+    return v0, v1, k == t
+
+
+@nb.njit(cache=True, inline="always")
+def _block_deltas(src, a, b, g, total, seen, tables, jk):
+    """Add to ``jk[g]`` the change of the joint sums when block g's pairs ``src[a:b]`` are deleted (``_pair_change``)."""
     sentinel = total.shape[0] - 1  # dropped pairs' cell, not a table cell
     d0, d1, emptied = 0.0, 0.0, 0
     for i in range(a, b):
         y = src[i]
-        if y == sentinel:
-            continue
-        was = seen[y]
-        k = (was & 0xFFFFFFFF) * ((was >> 32) == g) + 1  # the cell's pairs in block g so far, this one too
-        seen[y] = (g << 32) | k
-        t = total[y]
-        v0, v1 = _drop_one(t - k + 1, tables)
-        d0 += v0
-        d1 += v1
-        emptied += k == t
+        if y != sentinel:
+            v0, v1, gone = _pair_change(y, g, total, seen, tables)
+            d0 += v0
+            d1 += v1
+            emptied += gone
     jk[g, 0] += d0
     jk[g, 1] += d1
     jk[g, 2] -= emptied
@@ -420,19 +427,21 @@ def _count_sorted(src, blk, a, b, total, seen, touched, tables, jk, jackknife):
     """``_count_token`` for one token's partners ``src[a:b]`` kept in block order, ``blk`` giving each one's block.
 
     Only the blocks the token occurs in are visited, so a rare token costs O(its pairs),
-    not O(blocks).
+    not O(blocks). A rare token's pairs hold few per block, so each pair adds to ``jk``
+    itself, without a branch where its block changes.
     """
     n_t = _count_cells(src, a, b, total, touched, 0)
     if not jackknife:
         return n_t
-    i = a
-    while i < b:
-        g = blk[i]
-        j = i + 1
-        while j < b and blk[j] == g:
-            j += 1
-        _block_deltas(src, i, j, np.int64(g), total, seen, tables, jk)
-        i = j
+    sentinel = total.shape[0] - 1
+    for i in range(a, b):
+        y = src[i]
+        if y != sentinel:
+            g = np.int64(blk[i])
+            v0, v1, gone = _pair_change(y, g, total, seen, tables)
+            jk[g, 0] += v0
+            jk[g, 1] += v1
+            jk[g, 2] -= gone
     for j in range(n_t):
         seen[touched[j]] = -1
     return n_t
