@@ -38,6 +38,10 @@ DENSE_MAX_VOCAB = 256
 DENSE_BATCH_BYTES = 1 << 18
 # Offsets of the rotation null whose dense tables are summed together (in parallel).
 NULL_BATCH = 4
+# The null's marginal sums follow the positions an offset drops (``kernels.drop_marginal_sums``)
+# when DROP_SUMS_RATIO x the positions dropped is under the tokens in use, and are taken
+# again (``row_sums``) otherwise.
+DROP_SUMS_RATIO = 2
 # Offsets per sweep of the rotation null: a pair's life (offsets it lasts) is kept in a byte.
 MAX_SWEEP = 255
 # Offsets the partitioned kernel counts in one pass: they share the first tokens' partitions
@@ -385,7 +389,7 @@ class PairCounter:
         ``emit_pairs`` writes the null pairs of the first offset with each pair's life (how
         many of the offsets keep its position); ``null_sweep_sums`` counts them and follows
         the pairs dropped at document ends through the later offsets, group by group of
-        partitions; the marginals follow the same positions (``drop_positions``).
+        partitions; the marginals follow the same positions (``null_marginals``).
         """
         table = kernels.SUM_TABLES
         joint, joint_jk = 0.0, 0.0
@@ -400,25 +404,41 @@ class PairCounter:
                 )
             joint, joint_jk = joint + part, joint_jk + part_jk
             del xloc, ys, life
-        first, second = first[0], second[0]
-        out = {}
+        marginals = self.null_marginals(offsets, first[0], second[0], jackknife, first_sums)
+        return {
+            r: TableSums(int(pairs.sum()), joint[j], f_sums, s_sums, joint_jk[j], f_jk, s_jk, pairs)
+            for j, (r, (pairs, f_sums, s_sums, f_jk, s_jk)) in enumerate(zip(offsets, marginals))
+        }
+
+    def null_marginals(
+        self, offsets: list[int], first: np.ndarray, second: np.ndarray, jackknife: bool, first_sums: bool = True,
+    ) -> list[tuple[np.ndarray, ...]]:
+        """The rotation null's marginals (blocks x A, at the first of the ascending ``offsets``;
+        changed in place) followed through the positions each later offset drops:
+        ``(block_pairs, first_sums, second_sums, first_jk, second_jk)`` at every offset.
+
+        Where DROP_SUMS_RATIO x the positions dropped is under A, the sums follow the drops
+        (``kernels.drop_marginal_sums``, O(dropped x blocks)); otherwise they are taken again
+        (``row_sums``, O(A x blocks)). Without ``first_sums`` the first marginal's are left zero.
+        """
+        table = kernels.SUM_TABLES
+        tracked = (first, second) if first_sums else (second,)
+        no_first = np.zeros(kernels.N_SUMS), np.zeros((self.n_blocks, kernels.N_SUMS))
+        block_pairs = first.sum(axis=1, dtype=np.int64)
+        sums = deltas = np.empty(0)  # row_sums fills them in at the first offset
+        out = []
         for j, r in enumerate(offsets):
-            if j:  # the marginals follow the dropped positions
-                kernels.drop_positions(
-                    self.tokens, self.doc_ends, self.block_starts, offsets[j - 1], r, self.shift, first, second,
-                    np.empty((0, 0, 0), dtype=np.int32),
-                )
-            with threads_for(first.size * (1 + first_sums), "row_sums"):
-                if first_sums:
-                    f_sums, f_jk = kernels.row_sums(first[None], table, jackknife)
-                else:
-                    f_sums, f_jk = np.zeros((1, kernels.N_SUMS)), np.zeros((1, self.n_blocks, kernels.N_SUMS))
-                second_sums, second_jk = kernels.row_sums(second[None], table, jackknife)
-            block_pairs = first.sum(axis=1, dtype=np.int64)
-            out[r] = TableSums(
-                int(block_pairs.sum()), joint[j], f_sums[0], second_sums[0], joint_jk[j], f_jk[0], second_jk[0],
-                block_pairs,
-            )
+            step = (self.tokens, self.doc_ends, self.block_starts, offsets[j - 1], r, self.shift, first, second)
+            dropped = np.clip(self.stream.doc_lengths - offsets[j - 1], 0, r - offsets[j - 1]).sum() if j else 0
+            if j and dropped * DROP_SUMS_RATIO < self.vocab:
+                block_pairs = block_pairs - kernels.drop_marginal_sums(*step, table, jackknife, sums, deltas)
+            else:
+                if j:
+                    block_pairs = block_pairs - kernels.drop_positions(*step, np.empty((0, 0, 0), dtype=np.int32))
+                with threads_for(first.size * len(tracked), "row_sums"):
+                    sums, deltas = kernels.row_sums(np.stack(tracked), table, jackknife)
+            f_sums, f_jk = (sums[0].copy(), deltas[0].copy()) if first_sums else no_first
+            out.append((block_pairs, f_sums, sums[-1].copy(), f_jk, deltas[-1].copy()))
         return out
 
 

@@ -723,16 +723,17 @@ def null_sweep_sums(
 def drop_positions(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_to: int, shift: int,
     first: np.ndarray, second: np.ndarray, table: np.ndarray,
-) -> None:
+) -> np.ndarray:
     """Take the rotation null's pairs of the positions that have a partner at offset
     ``r_from`` but not at ``r_to`` (> r_from) out of the per-block marginals ``first`` and
-    ``second`` or, when it is not empty, out of the per-block dense ``table``.
+    ``second`` or, when it is not empty, out of the per-block dense ``table``. Returns the
+    number of positions dropped in each block.
 
-    The caller takes the marginals' sums again with ``row_sums``: following them through
-    each dropped position instead, as ``null_sweep_sums`` does for the joint table, reads
-    the dropped token's count in every block and measured slower in a draft.
+    The caller takes the marginals' sums again with ``row_sums``, or follows them through
+    the dropped positions with ``drop_marginal_sums`` when few positions drop.
     """
     n = tok.shape[0]
+    dropped = np.zeros(block_starts.shape[0] - 1, dtype=np.int64)
     g = 0
     start = 0
     for d in range(doc_ends.shape[0]):
@@ -740,6 +741,7 @@ def drop_positions(
         for p in range(max(start, end - r_to), max(start, end - r_from)):
             while block_starts[g + 1] <= p:
                 g += 1
+            dropped[g] += 1
             x, y = tok[p], tok[_rotation_base(p, shift, n)]
             if table.shape[0] > 0:
                 table[g, x, y] -= 1
@@ -747,6 +749,71 @@ def drop_positions(
                 first[g, x] -= 1
                 second[g, y] -= 1
         start = end
+    return dropped
+
+
+@nb.njit(cache=True)
+def drop_marginal_sums(
+    tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_to: int, shift: int,
+    first: np.ndarray, second: np.ndarray, tables: np.ndarray, jackknife: bool, sums: np.ndarray,
+    deltas: np.ndarray,
+) -> np.ndarray:
+    """``drop_positions`` on the marginals (it returns what that returns), following their ``row_sums`` sums through the drops:
+    ``sums[m]`` and ``deltas[m]`` are the first (m = 0) and second marginal's, or the second's
+    alone when they hold one row.
+
+    Each column a dropped position touches has its part taken out before the drops and
+    put back after: O(dropped positions x blocks) against O(A x blocks) for ``row_sums``
+    again, so the caller picks this when few positions drop.
+    """
+    n = tok.shape[0]
+    n_blocks, vocab = first.shape
+    tracked = sums.shape[0]
+    rows = (first, second)
+    listed = np.empty((2, vocab), dtype=np.int64)
+    n_listed = np.zeros(2, dtype=np.int64)
+    mark = np.zeros((2, vocab), dtype=np.bool_)
+    start = 0
+    for d in range(doc_ends.shape[0]):  # the columns the dropped positions touch, their parts taken out
+        end = doc_ends[d]
+        for p in range(max(start, end - r_to), max(start, end - r_from)):
+            for m in range(2 - tracked, 2):
+                y = tok[p] if m == 0 else tok[_rotation_base(p, shift, n)]
+                if not mark[m, y]:
+                    mark[m, y] = True
+                    listed[m, n_listed[m]] = y
+                    n_listed[m] += 1
+                    _column_sums(rows[m], y, tables, -1.0, sums[m - 2 + tracked], deltas[m - 2 + tracked], jackknife)
+        start = end
+    dropped = drop_positions(
+        tok, doc_ends, block_starts, r_from, r_to, shift, first, second, np.empty((0, 0, 0), first.dtype)
+    )
+    for m in range(2 - tracked, 2):
+        for i in range(n_listed[m]):
+            _column_sums(rows[m], listed[m, i], tables, 1.0, sums[m - 2 + tracked], deltas[m - 2 + tracked], jackknife)
+    return dropped
+
+
+@nb.njit(cache=True, inline="always")
+def _column_sums(rows, y, tables, sign, sums, deltas, jackknife):
+    """Add ``sign`` x column y's part of ``row_sums``' sums and deltas for per-block count rows ``rows`` (blocks x A)."""
+    n_blocks = rows.shape[0]
+    t = 0
+    for g in range(n_blocks):
+        t += rows[g, y]
+    if t == 0:
+        return
+    before0, before1 = _cell_sums(t, tables)
+    sums[0] += sign * before0
+    sums[1] += sign * before1
+    sums[2] += sign
+    for g in range(n_blocks if jackknife else 0):
+        m = rows[g, y]
+        if m > 0:
+            after0, after1 = _cell_sums(t - m, tables)
+            deltas[g, 0] += sign * (after0 - before0)
+            deltas[g, 1] += sign * (after1 - before1)
+            deltas[g, 2] -= sign * (m == t)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -763,25 +830,8 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
     deltas_c = np.zeros((N_CHUNKS, n_rows, n_blocks, N_SUMS))
     for c in nb.prange(N_CHUNKS):
         for k in range(n_rows):
-            sums = sums_c[c, k]
-            deltas = deltas_c[c, k]
             for y in range(c * vocab // N_CHUNKS, (c + 1) * vocab // N_CHUNKS):
-                t = 0
-                for g in range(n_blocks):
-                    t += rows[k, g, y]
-                if t == 0:
-                    continue
-                before0, before1 = _cell_sums(t, tables)
-                sums[0] += before0
-                sums[1] += before1
-                sums[2] += 1.0
-                for g in range(n_blocks if jackknife else 0):
-                    m = rows[k, g, y]
-                    if m > 0:
-                        after0, after1 = _cell_sums(t - m, tables)
-                        deltas[g, 0] += after0 - before0
-                        deltas[g, 1] += after1 - before1
-                        deltas[g, 2] -= m == t
+                _column_sums(rows[k], y, tables, 1.0, sums_c[c, k], deltas_c[c, k], jackknife)
     return _chunk_totals(sums_c, deltas_c)
 
 

@@ -220,6 +220,29 @@ def test_rotation_null_sweeps_in_runs_of_max_sweep_offsets(stream: TokenStream, 
 @settings(max_examples=40, deadline=None)
 @given(
     stream=streams(max_len=60),
+    offsets=st.lists(st.integers(1, 50), min_size=2, max_size=9, unique=True),
+    ratio=st.sampled_from([0, 10**9]),
+    partners=st.sampled_from([("rotate",), ("real", "rotate")]),
+)
+def test_null_marginals_followed_through_drops_match_naive(
+    stream: TokenStream, offsets: list[int], ratio: int, partners: tuple[str, ...],
+) -> None:
+    """The rotation null's marginal sums, summed again at every offset (ratio 0) or followed
+    through the dropped positions (``drop_marginal_sums``, a huge ratio), with the first
+    marginal's sums of its own (the null alone) or taken from the real pairs: equal to the twin."""
+    counter = PairCounter(stream, n_blocks=3, dense=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(counting, "DROP_SUMS_RATIO", ratio)
+        many = counter.sums_at(offsets, partners)
+    for r in offsets:
+        want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, "rotate",
+                                counter.block_starts, counter.shift, 0)
+        assert_sums_equal(many["rotate", r], want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    stream=streams(max_len=60),
     offsets=st.lists(st.integers(1, 50), min_size=1, max_size=9, unique=True),
     memory=st.integers(1, 400),
     part_tokens=st.sampled_from([1, 5]),
@@ -250,7 +273,8 @@ def test_grouped_counting_compiles_no_kernel_of_its_own() -> None:
     group's slice of a 2-D buffer is not contiguous, which would compile another signature)."""
     rng = np.random.default_rng(3)
     stream = TokenStream("z", np.minimum(rng.zipf(1.3, 20_000), 600) - 1, [5000] * 4, 600)
-    names = ("emit_pairs", "partition_sums", "null_sweep_sums", "row_sums", "drop_positions", "relabel")
+    names = ("emit_pairs", "partition_sums", "null_sweep_sums", "row_sums", "drop_positions", "drop_marginal_sums",
+             "relabel")
     PairCounter(stream, part_tokens=500).sums_at([1, 2, 3, 5, 9], ("real", "rotate"))
     before = {name: len(getattr(kernels, name).signatures) for name in names}
     grouped = PairCounter(stream, part_tokens=500, pair_memory=20_000)
