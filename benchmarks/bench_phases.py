@@ -14,8 +14,8 @@ BPE-32k at ``--tokens``), for one offset at a time (``--offsets``, real pairs):
 - the dense kernel (bytes) for the real pairs, with and without the jackknife;
 - the rotation null (the default estimator's second table), counted once for the speed
   benchmark's 29 offsets: ``emit_pairs`` with each pair's life, ``null_sweep_sums`` with and
-  without the jackknife, and the marginals' updates (``PairCounter.null_marginals``, the
-  second's sums; the first's come from the real pairs), each per pair-update of the whole
+  without the jackknife, and the marginals' updates (``PairCounter.null_marginals``; the
+  real pairs take their first marginal's sums from it), each per pair-update of the whole
   profile (its time over the pairs of all 29 offsets), so the rows add to the real pairs' rows.
 
 Times are the best of ``--repeats`` calls, divided by the pairs at that offset.
@@ -150,8 +150,8 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
             jackknife, numba.get_num_threads(),
         )
 
-    def marginals() -> None:  # the first marginal's sums come from the real pairs
-        counter.null_marginals(offsets, first[0].copy(), second[0].copy(), True, first_sums=False)
+    def marginals() -> None:  # the real pairs take their first marginal's sums from here
+        counter.null_marginals(offsets, first[0].copy(), second[0].copy(), True)
 
     phases = [
         ("null: emit_pairs with life (fresh buffers), once", emit),

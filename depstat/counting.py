@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 
 import numba
 import numpy as np
@@ -187,19 +186,14 @@ class PairCounter:
         """
         offsets = sorted({int(r) for r in offsets})
         each = [p for p in partners if p != "rotate"]  # counted offset by offset
-        # the null's first marginal is the real pairs' (same positions, same blocks): on
-        # partitions it is taken from them rather than summed twice
-        shared = "real" in each and not self.dense
-        nulls = self._rotation_nulls(offsets, jackknife, not shared) if "rotate" in partners else {}
+        nulls = self._rotation_nulls(offsets, jackknife) if "rotate" in partners else {}
         for batch in self.batches(offsets, len(each)):
             out = {}
             if each and self.dense:
                 out.update(self._dense_batch(batch, each, jackknife))
             elif each:
-                out.update(self._partitioned_batch(batch, each, jackknife))
-            for r in batch if nulls else ():
-                real = out["real", r] if shared else None
-                out["rotate", r] = replace(nulls[r], first=real.first, first_jk=real.first_jk) if real else nulls[r]
+                out.update(self._partitioned_batch(batch, each, jackknife, nulls))
+            out.update({("rotate", r): nulls[r] for r in batch if nulls})
             yield batch, out
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
@@ -291,9 +285,14 @@ class PairCounter:
         return xloc[:places], ys[: n_slots * places].reshape(n_slots, places), first, second
 
     def _partitioned_batch(
-        self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
+        self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool, nulls: dict[int, TableSums],
     ) -> dict[tuple[str, int], TableSums]:
-        """Count every slot (offset, partner) of a batch in one partitioned pass per group of partitions."""
+        """Count every slot (offset, partner) of a batch in one partitioned pass per group of partitions.
+
+        Every partner process at offset r has the same first positions, in the same blocks,
+        as the rotation null: with the null's sums at r in ``nulls``, the first marginal's
+        sums and the block pairs are taken from them rather than summed again.
+        """
         slots, slot_r, modes, seeds = slot_arrays(offsets, partners, self.seed)
         none = np.empty(0, dtype=np.uint8)
         table = kernels.SUM_TABLES
@@ -316,24 +315,25 @@ class PairCounter:
                     jackknife, numba.get_num_threads(),
                 )
             joint, joint_jk = joint + part, joint_jk + part_jk  # cells of different first tokens add up
-        with threads_for(first.size, "row_sums"):  # the groups' passes added up the marginals
-            first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+        with threads_for(second.size, "row_sums"):  # the groups' passes added up the marginals
+            if nulls:
+                first_sums, first_jk, block_pairs = (
+                    np.array([getattr(nulls[r], name) for r, _, _ in slots]) for name in ("first", "first_jk", "block_pairs")
+                )
+            else:
+                first_sums, first_jk = kernels.row_sums(first, table, jackknife)
+                block_pairs = first.sum(axis=2, dtype=np.int64)
             second_sums, second_jk = kernels.row_sums(second, table, jackknife)
-        block_pairs = first.sum(axis=2, dtype=np.int64)
         return _by_slot(slots, joint, first_sums, second_sums, joint_jk, first_jk, second_jk, block_pairs)
 
-    def _rotation_nulls(self, offsets: list[int], jackknife: bool, first: bool = True) -> dict[int, TableSums]:
+    def _rotation_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
         """The rotation null's sums at every offset (ascending), counted once and then followed
-        through the pairs each larger offset drops (``_dense_nulls`` or ``_null_sweep``).
-
-        Without ``first``, the partitioned path leaves the first marginal's sums at zero
-        for the caller to fill in from the real pairs.
-        """
+        through the pairs each larger offset drops (``_dense_nulls`` or ``_null_sweep``)."""
         if self.dense:
             return self._dense_nulls(offsets, jackknife)
         out = {}
         for i in range(0, len(offsets), MAX_SWEEP):
-            out.update(self._null_sweep(offsets[i : i + MAX_SWEEP], jackknife, first))
+            out.update(self._null_sweep(offsets[i : i + MAX_SWEEP], jackknife))
         return out
 
     def _dense_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
@@ -383,7 +383,7 @@ class PairCounter:
             )
         return xloc, ys, life, region, fill_end, first, second
 
-    def _null_sweep(self, offsets: list[int], jackknife: bool, first_sums: bool) -> dict[int, TableSums]:
+    def _null_sweep(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
         """``_rotation_nulls`` on partitions, for at most MAX_SWEEP ascending offsets.
 
         ``emit_pairs`` writes the null pairs of the first offset with each pair's life (how
@@ -404,14 +404,14 @@ class PairCounter:
                 )
             joint, joint_jk = joint + part, joint_jk + part_jk
             del xloc, ys, life
-        marginals = self.null_marginals(offsets, first[0], second[0], jackknife, first_sums)
+        marginals = self.null_marginals(offsets, first[0], second[0], jackknife)
         return {
             r: TableSums(int(pairs.sum()), joint[j], f_sums, s_sums, joint_jk[j], f_jk, s_jk, pairs)
             for j, (r, (pairs, f_sums, s_sums, f_jk, s_jk)) in enumerate(zip(offsets, marginals))
         }
 
     def null_marginals(
-        self, offsets: list[int], first: np.ndarray, second: np.ndarray, jackknife: bool, first_sums: bool = True,
+        self, offsets: list[int], first: np.ndarray, second: np.ndarray, jackknife: bool,
     ) -> list[tuple[np.ndarray, ...]]:
         """The rotation null's marginals (blocks x A, at the first of the ascending ``offsets``;
         changed in place) followed through the positions each later offset drops:
@@ -419,11 +419,9 @@ class PairCounter:
 
         Where DROP_SUMS_RATIO x the positions dropped is under A, the sums follow the drops
         (``kernels.drop_marginal_sums``, O(dropped x blocks)); otherwise they are taken again
-        (``row_sums``, O(A x blocks)). Without ``first_sums`` the first marginal's are left zero.
+        (``row_sums``, O(A x blocks)).
         """
         table = kernels.SUM_TABLES
-        tracked = (first, second) if first_sums else (second,)
-        no_first = np.zeros(kernels.N_SUMS), np.zeros((self.n_blocks, kernels.N_SUMS))
         block_pairs = first.sum(axis=1, dtype=np.int64)
         sums = deltas = np.empty(0)  # row_sums fills them in at the first offset
         out = []
@@ -435,10 +433,9 @@ class PairCounter:
             else:
                 if j:
                     block_pairs = block_pairs - kernels.drop_positions(*step, np.empty((0, 0, 0), dtype=np.int32))
-                with threads_for(first.size * len(tracked), "row_sums"):
-                    sums, deltas = kernels.row_sums(np.stack(tracked), table, jackknife)
-            f_sums, f_jk = (sums[0].copy(), deltas[0].copy()) if first_sums else no_first
-            out.append((block_pairs, f_sums, sums[-1].copy(), f_jk, deltas[-1].copy()))
+                with threads_for(2 * first.size, "row_sums"):
+                    sums, deltas = kernels.row_sums(np.stack([first, second]), table, jackknife)
+            out.append((block_pairs, sums[0].copy(), sums[1].copy(), deltas[0].copy(), deltas[1].copy()))
         return out
 
 

@@ -209,6 +209,11 @@ def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n:
     return q + 1, _partner(q, 0, r, mode, n, seed) - q
 
 
+# A token with this many pairs a block or more has its jackknife deltas taken over listed
+# cells, a lookup per (cell, block); a rarer one pair by pair, a lookup per pair
+# (``_count_sorted``). Timed on partition_sums at 1M and 10M tokens of BPE-8k and 32k:
+# 32 to 256 alike, 4 slower at 10M, pair by pair for every token slower at 10M.
+LISTED_PAIRS = 64
 EMIT_RUN = 4096  # positions per run of emit_pairs: where the first slot's pairs went is kept for the others
 
 
@@ -366,48 +371,67 @@ def _drop_one(n: int, tables: np.ndarray) -> tuple[float, float]:
 
 
 @nb.njit(cache=True, inline="always")
-def _pair_change(y, g, total, seen, tables):
-    """The change of block g's delete delta for the joint sums from one more pair of cell y in block g.
+def _block_deltas(src, a, b, g, total, run, hit, tables, jk):
+    """Add to ``jk[g]`` the change of the joint sums when block g's pairs ``src[a:b]`` are deleted.
 
-    ``total[y]`` is the cell's total t over all blocks. A cell with m of its t pairs in
-    block g changes by f(t - m) - f(t) when g is deleted: the sum, over its k-th pair in
-    the block (k = 1 .. m), of the change when a cell of t - k + 1 loses one, which one
-    lookup gives. ``seen[y]`` keeps ``(block << 32) | k`` (-1 before the token's first
-    pair), so pairs are taken one by one, in block order, without listing the block's
-    cells. Returns the changes of (n ln n, n G(n)) and whether the block empties the cell.
+    ``total`` holds the token's cell totals over all blocks; ``run`` (all zero) counts
+    the block's cells, each looked up once, and is left zero again.
     """
-    was = seen[y]
-    k = (was & 0xFFFFFFFF) * ((was >> 32) == g) + 1  # the cell's pairs in block g so far, this one too
-    seen[y] = (g << 32) | k
-    t = total[y]
-    v0, v1 = _drop_one(t - k + 1, tables)
-    return v0, v1, k == t
-
-
-@nb.njit(cache=True, inline="always")
-def _block_deltas(src, a, b, g, total, seen, tables, jk):
-    """Add to ``jk[g]`` the change of the joint sums when block g's pairs ``src[a:b]`` are deleted (``_pair_change``)."""
-    sentinel = total.shape[0] - 1  # dropped pairs' cell, not a table cell
+    n_hit = _count_cells(src, a, b, run, hit, 0)
+    sentinel = run.shape[0] - 1  # dropped pairs' cell, not a table cell
     d0, d1, emptied = 0.0, 0.0, 0
-    for i in range(a, b):
-        y = src[i]
-        if y != sentinel:
-            v0, v1, gone = _pair_change(y, g, total, seen, tables)
-            d0 += v0
-            d1 += v1
-            emptied += gone
+    for h in range(n_hit):
+        y = hit[h]
+        m = run[y]
+        run[y] = 0
+        if y == sentinel:
+            continue
+        t = total[y]
+        after0, after1 = _cell_sums(t - m, tables)
+        before0, before1 = _cell_sums(t, tables)
+        d0 += after0 - before0
+        d1 += after1 - before1
+        emptied += m == t
     jk[g, 0] += d0
     jk[g, 1] += d1
     jk[g, 2] -= emptied
 
 
 @nb.njit(cache=True, inline="always")
-def _count_token(src, lo, hi, total, seen, touched, tables, jk, jackknife):
+def _pair_deltas(src, blk, a, b, total, seen, tables, jk):
+    """Add to ``jk`` the change of the joint sums when each block is deleted, pair by pair,
+    for one token's partners ``src[a:b]`` in block order (``blk`` gives each one's block).
+
+    A cell with m of its t pairs in block g changes by f(t - m) - f(t) when g is deleted:
+    the sum, over its k-th pair in the block (k = 1 .. m), of the change when a cell of
+    t - k + 1 loses one, which one lookup gives. ``seen[y]`` keeps ``(block << 32) | k``
+    (-1 before the token's first pair; reset by the caller). No list of a block's cells and
+    no branch where the block changes: the way for a rare token, with few pairs per block.
+    """
+    sentinel = total.shape[0] - 1
+    for i in range(a, b):
+        y = src[i]
+        if y == sentinel:
+            continue
+        g = np.int64(blk[i])
+        was = seen[y]
+        k = (was & 0xFFFFFFFF) * ((was >> 32) == g) + 1  # the cell's pairs in block g so far, this one too
+        seen[y] = (g << 32) | k
+        t = total[y]
+        v0, v1 = _drop_one(t - k + 1, tables)
+        jk[g, 0] += v0
+        jk[g, 1] += v1
+        jk[g, 2] -= k == t
+
+
+@nb.njit(cache=True, inline="always")
+def _count_token(src, lo, hi, total, run, hit, touched, tables, jk, jackknife):
     """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``total``.
 
-    With ``jackknife``, a second pass adds each block's delete delta to ``jk``
-    (``_block_deltas``; ``seen`` is all -1 before and after). Returns the number of cells
-    touched (listed in ``touched``, whose ``total`` the caller reads and resets).
+    With ``jackknife``, a second pass counts each block's cells in ``run``: with the
+    totals known, each (cell, block) gives at once the change of the joint sums when the
+    block is deleted, added to ``jk``. Returns the number of cells touched (listed in
+    ``touched``, whose ``total`` the caller reads and resets).
     """
     n_t = 0
     for g in range(lo.shape[0]):
@@ -416,34 +440,35 @@ def _count_token(src, lo, hi, total, seen, touched, tables, jk, jackknife):
         return n_t
     for g in range(lo.shape[0]):
         if lo[g] < hi[g]:
-            _block_deltas(src, lo[g], hi[g], g, total, seen, tables, jk)
-    for j in range(n_t):
-        seen[touched[j]] = -1
+            _block_deltas(src, lo[g], hi[g], g, total, run, hit, tables, jk)
     return n_t
 
 
 @nb.njit(cache=True, inline="always")
-def _count_sorted(src, blk, a, b, total, seen, touched, tables, jk, jackknife):
+def _count_sorted(src, blk, a, b, total, seen, run, hit, touched, tables, jk, jackknife):
     """``_count_token`` for one token's partners ``src[a:b]`` kept in block order, ``blk`` giving each one's block.
 
     Only the blocks the token occurs in are visited, so a rare token costs O(its pairs),
-    not O(blocks). A rare token's pairs hold few per block, so each pair adds to ``jk``
-    itself, without a branch where its block changes.
+    not O(blocks). A token with LISTED_PAIRS pairs a block or more has its deltas taken
+    block by block over listed cells (``_block_deltas``, a lookup per cell); a rarer one
+    pair by pair (``_pair_deltas``, a lookup per pair).
     """
     n_t = _count_cells(src, a, b, total, touched, 0)
     if not jackknife:
         return n_t
-    sentinel = total.shape[0] - 1
-    for i in range(a, b):
-        y = src[i]
-        if y != sentinel:
-            g = np.int64(blk[i])
-            v0, v1, gone = _pair_change(y, g, total, seen, tables)
-            jk[g, 0] += v0
-            jk[g, 1] += v1
-            jk[g, 2] -= gone
-    for j in range(n_t):
-        seen[touched[j]] = -1
+    if b - a < LISTED_PAIRS * jk.shape[0]:
+        _pair_deltas(src, blk, a, b, total, seen, tables, jk)
+        for j in range(n_t):
+            seen[touched[j]] = -1
+        return n_t
+    i = a
+    while i < b:
+        g = blk[i]
+        j = i + 1
+        while j < b and blk[j] == g:
+            j += 1
+        _block_deltas(src, i, j, g, total, run, hit, tables, jk)
+        i = j
     return n_t
 
 
@@ -486,7 +511,8 @@ def _largest_partition(region: np.ndarray, fill_end: np.ndarray) -> int:
 
 @nb.njit(cache=True)
 def _partition_sums(
-    xloc, ys, region, fill_end, w, q, tables, jackknife, total, seen, touched, srt, blk, starts, pos, sums, jk,
+    xloc, ys, region, fill_end, w, q, tables, jackknife, total, seen, run, hit, touched, srt, blk, starts, pos,
+    sums, jk,
 ):
     """Add partition q's joint sums for every partner process to ``sums[s]``, its delete-one-block changes to ``jk[s]``.
 
@@ -501,9 +527,9 @@ def _partition_sums(
         s0, s1, cells = 0.0, 0.0, 0
         for x in range(w):
             if w == 1:
-                n_t = _count_token(ys[s], region[q], fill_end[q], total, seen, touched, tables, jk[s], jackknife)
+                n_t = _count_token(ys[s], region[q], fill_end[q], total, run, hit, touched, tables, jk[s], jackknife)
             else:
-                n_t = _count_sorted(srt[s], blk, starts[x], starts[x + 1], total, seen, touched, tables,
+                n_t = _count_sorted(srt[s], blk, starts[x], starts[x + 1], total, seen, run, hit, touched, tables,
                                     jk[s], jackknife)
             for j in range(n_t):
                 y = touched[j]
@@ -553,7 +579,9 @@ def partition_sums(
     joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
         total = np.zeros(vocab + 1, dtype=np.int32)  # + the sentinel's cell
-        seen = np.full(vocab + 1, -1, dtype=np.int64)  # see _block_deltas
+        seen = np.full(vocab + 1, -1, dtype=np.int64)  # see _pair_deltas
+        run = np.zeros(vocab + 1, dtype=np.int32)
+        hit = np.empty(vocab + 1, dtype=ys.dtype)
         touched = np.empty(vocab + 1, dtype=ys.dtype)  # lists of partner tokens, in their own dtype
         srt = np.empty((n_slots, largest), dtype=ys.dtype)
         blk = np.empty(largest, dtype=np.uint16)  # the block of each sorted pair
@@ -564,8 +592,8 @@ def partition_sums(
             jk = np.zeros((n_slots, n_blocks, N_SUMS))
             for q in range(c, n_parts, N_CHUNKS):
                 _partition_sums(
-                    xloc, ys, region, fill_end, widths[q], q, tables, jackknife, total, seen, touched, srt,
-                    blk, starts, pos, sums, jk,
+                    xloc, ys, region, fill_end, widths[q], q, tables, jackknife, total, seen, run, hit, touched,
+                    srt, blk, starts, pos, sums, jk,
                 )
             joint_c[c] = sums
             joint_jk_c[c] = jk
@@ -590,7 +618,7 @@ def _sweep_token(src, blk, life, a, b, n_life, total, seen, run, order, touched,
     each offset index j into ``diff[j]``/``jk_diff[j]``, all of a cell's at once. Returns
     ``cb``, grown if it had to be."""
     n_blocks = jk_diff.shape[1]
-    n_t = _count_sorted(src, blk, a, b, total, seen, touched, tables, jk_diff[0], jackknife)
+    n_t = _count_sorted(src, blk, a, b, total, seen, run, order, touched, tables, jk_diff[0], jackknife)
     for j in range(n_t):
         _add_sums(diff[0], total[touched[j]], tables, 1.0)
     n_d, n_c = 0, 0
@@ -687,7 +715,7 @@ def null_sweep_sums(
     jk_c = np.zeros((N_CHUNKS, n_life, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
         total = np.zeros(vocab + 1, dtype=np.int32)  # as in partition_sums (no sentinel is written here)
-        seen = np.full(vocab + 1, -1, dtype=np.int64)  # see _block_deltas
+        seen = np.full(vocab + 1, -1, dtype=np.int64)  # see _pair_deltas
         run = np.zeros(vocab + 1, dtype=np.int32)
         touched = np.empty(vocab + 1, dtype=ys.dtype)
         order = np.empty(largest, dtype=np.int64)  # the dying pairs in offset order
@@ -758,17 +786,16 @@ def drop_marginal_sums(
     first: np.ndarray, second: np.ndarray, tables: np.ndarray, jackknife: bool, sums: np.ndarray,
     deltas: np.ndarray,
 ) -> np.ndarray:
-    """``drop_positions`` on the marginals (it returns what that returns), following their ``row_sums`` sums through the drops:
-    ``sums[m]`` and ``deltas[m]`` are the first (m = 0) and second marginal's, or the second's
-    alone when they hold one row.
+    """``drop_positions`` on the marginals (it returns what that returns), following their
+    ``row_sums`` sums through the drops: ``sums[m]`` and ``deltas[m]`` are the first (m = 0)
+    and second (m = 1) marginal's.
 
     Each column a dropped position touches has its part taken out before the drops and
     put back after: O(dropped positions x blocks) against O(A x blocks) for ``row_sums``
     again, so the caller picks this when few positions drop.
     """
     n = tok.shape[0]
-    n_blocks, vocab = first.shape
-    tracked = sums.shape[0]
+    vocab = first.shape[1]
     rows = (first, second)
     listed = np.empty((2, vocab), dtype=np.int64)
     n_listed = np.zeros(2, dtype=np.int64)
@@ -777,20 +804,20 @@ def drop_marginal_sums(
     for d in range(doc_ends.shape[0]):  # the columns the dropped positions touch, their parts taken out
         end = doc_ends[d]
         for p in range(max(start, end - r_to), max(start, end - r_from)):
-            for m in range(2 - tracked, 2):
+            for m in range(2):
                 y = tok[p] if m == 0 else tok[_rotation_base(p, shift, n)]
                 if not mark[m, y]:
                     mark[m, y] = True
                     listed[m, n_listed[m]] = y
                     n_listed[m] += 1
-                    _column_sums(rows[m], y, tables, -1.0, sums[m - 2 + tracked], deltas[m - 2 + tracked], jackknife)
+                    _column_sums(rows[m], y, tables, -1.0, sums[m], deltas[m], jackknife)
         start = end
     dropped = drop_positions(
         tok, doc_ends, block_starts, r_from, r_to, shift, first, second, np.empty((0, 0, 0), first.dtype)
     )
-    for m in range(2 - tracked, 2):
+    for m in range(2):
         for i in range(n_listed[m]):
-            _column_sums(rows[m], listed[m, i], tables, 1.0, sums[m - 2 + tracked], deltas[m - 2 + tracked], jackknife)
+            _column_sums(rows[m], listed[m, i], tables, 1.0, sums[m], deltas[m], jackknife)
     return dropped
 
 
