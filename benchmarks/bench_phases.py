@@ -135,7 +135,7 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
     (partitioned kernel) each phase of its sweep."""
     pairs = sum(counter.stream.pairs_at(r)[0] for r in offsets)
     whole = [["null: all offsets, with the jackknife", "",
-              best_seconds(lambda: counter._rotation_nulls(offsets, True, False), repeats) * 1e9 / pairs]]
+              best_seconds(lambda: counter._rotation_nulls(offsets, True), repeats) * 1e9 / pairs]]
     if counter.dense:
         return whole
     table = kernels.SUM_TABLES
