@@ -39,7 +39,9 @@ DENSE_BATCH_BYTES = 1 << 18
 NULL_BATCH = 4
 # The null's marginal sums follow the positions an offset drops (``kernels.drop_marginal_sums``)
 # when DROP_SUMS_RATIO x the positions dropped is under the tokens in use, and are taken
-# again (``row_sums``) otherwise.
+# again (``row_sums``) otherwise. Set from draft timings of ``null_marginals`` on the speed
+# benchmark's BPE streams at 1M and 10M tokens (29 offsets) with ratios 0.5 to 8: 1 to 2
+# were best or within the noise; following every offset was the slowest at 10M tokens.
 DROP_SUMS_RATIO = 2
 # Offsets per sweep of the rotation null: a pair's life (offsets it lasts) is kept in a byte.
 MAX_SWEEP = 255
@@ -426,8 +428,9 @@ class PairCounter:
         sums = deltas = np.empty(0)  # row_sums fills them in at the first offset
         out = []
         for j, r in enumerate(offsets):
-            step = (self.tokens, self.doc_ends, self.block_starts, offsets[j - 1], r, self.shift, first, second)
-            dropped = np.clip(self.stream.doc_lengths - offsets[j - 1], 0, r - offsets[j - 1]).sum() if j else 0
+            before = offsets[j - 1] if j else r
+            step = (self.tokens, self.doc_ends, self.block_starts, before, r, self.shift, first, second)
+            dropped = np.clip(self.stream.doc_lengths - before, 0, r - before).sum()
             if j and dropped * DROP_SUMS_RATIO < self.vocab:
                 block_pairs = block_pairs - kernels.drop_marginal_sums(*step, table, jackknife, sums, deltas)
             else:

@@ -211,7 +211,7 @@ def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n:
 
 # A token with this many pairs a block or more has its jackknife deltas taken over listed
 # cells, a lookup per (cell, block); a rarer one pair by pair, a lookup per pair
-# (``_count_sorted``). Timed on partition_sums at 1M and 10M tokens of BPE-8k and 32k:
+# (``_count_sorted``). In draft timings of partition_sums at 1M and 10M tokens of BPE-8k and 32k:
 # 32 to 256 alike, 4 slower at 10M, pair by pair for every token slower at 10M.
 LISTED_PAIRS = 64
 EMIT_RUN = 4096  # positions per run of emit_pairs: where the first slot's pairs went is kept for the others
