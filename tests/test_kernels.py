@@ -203,18 +203,27 @@ def null_sweep(counter: PairCounter, offsets: list[int], workers: int) -> tuple[
     )
 
 
+def assert_counter_matches_naive(
+    counter: PairCounter, offsets: list[int], partners: tuple[str, ...], **settings_: int
+) -> None:
+    """``counter.sums_at`` (with the ``counting`` settings given patched in) equals the twin for every slot."""
+    stream = counter.stream
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in settings_.items():
+            patch.setattr(counting, name, value)
+        many = counter.sums_at(offsets, partners)
+    for r in offsets:
+        for p in partners:
+            want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, p,
+                                    counter.block_starts, counter.shift, counter.partner_seed(r))
+            assert_sums_equal(many[p, r], want)
+
+
 @settings(max_examples=20, deadline=None)
 @given(stream=streams(max_len=60), offsets=st.lists(st.integers(1, 70), min_size=3, max_size=12, unique=True))
 def test_rotation_null_sweeps_in_runs_of_max_sweep_offsets(stream: TokenStream, offsets: list[int]) -> None:
     """More offsets than one sweep holds: each run of MAX_SWEEP offsets is swept on its own."""
-    counter = PairCounter(stream, n_blocks=2)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(counting, "MAX_SWEEP", 2)
-        many = counter.sums_at(offsets, ("rotate",))
-    for r in offsets:
-        want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, "rotate",
-                                counter.block_starts, counter.shift, 0)
-        assert_sums_equal(many["rotate", r], want)
+    assert_counter_matches_naive(PairCounter(stream, n_blocks=2), offsets, ("rotate",), MAX_SWEEP=2)
 
 
 @settings(max_examples=40, deadline=None)
@@ -230,14 +239,7 @@ def test_null_marginals_followed_through_drops_match_naive(
     """The rotation null's marginal sums, summed again at every offset (ratio 0) or followed
     through the dropped positions (``drop_marginal_sums``, a huge ratio), with the first
     marginal's sums of its own (the null alone) or taken from the real pairs: equal to the twin."""
-    counter = PairCounter(stream, n_blocks=3, dense=False)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(counting, "DROP_SUMS_RATIO", ratio)
-        many = counter.sums_at(offsets, partners)
-    for r in offsets:
-        want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, "rotate",
-                                counter.block_starts, counter.shift, 0)
-        assert_sums_equal(many["rotate", r], want)
+    assert_counter_matches_naive(PairCounter(stream, n_blocks=3, dense=False), offsets, partners, DROP_SUMS_RATIO=ratio)
 
 
 @settings(max_examples=40, deadline=None)
@@ -260,12 +262,7 @@ def test_groups_of_partitions_match_naive(
         assert [lo for lo, _ in groups] == [0] + [hi for _, hi in groups[:-1]] and groups[-1][1] == len(counter.widths)
         for lo, hi in groups:
             assert hi - lo == 1 or (starts[hi] - starts[lo]) * bytes_per_pair <= memory
-    many = counter.sums_at(offsets, ("real", "rotate"))
-    for r in offsets:
-        for p in ("real", "rotate"):
-            want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, p,
-                                    counter.block_starts, counter.shift, 0)
-            assert_sums_equal(many[p, r], want)
+    assert_counter_matches_naive(counter, offsets, ("real", "rotate"))
 
 
 def test_grouped_counting_compiles_no_kernel_of_its_own() -> None:
