@@ -7,7 +7,7 @@ BPE-32k at ``--tokens``), for one offset at a time (``--offsets``, real pairs):
   positions in first-token order (what the previous grouped kernel did) against the same
   reads in position order;
 - the partitioned kernel's phases (BPE streams) for the real pairs, at one offset and at
-  ``OFFSETS_PER_PASS`` consecutive offsets in one pass (as the counter takes them; per
+  as many consecutive offsets in one pass as the counter takes (``PairCounter.batches``; per
   pair-update): ``emit_pairs`` (pairs into first-token partitions, both marginals per
   block), ``partition_sums`` with and without the jackknife deltas, and ``row_sums`` of
   one marginal;
@@ -35,7 +35,7 @@ import numpy as np
 from bench_speed import FORTUNES_DIR, GCIDE, N_OFFSETS, build_streams, english_documents, offset_grid
 from benchlib import format_table, machine_line
 from depstat import kernels
-from depstat.counting import OFFSETS_PER_PASS, PART_TOKENS, PairCounter, slot_arrays
+from depstat.counting import PART_TOKENS, SHORT_PASS_OFFSETS, PairCounter, slot_arrays
 from depstat.stream import TokenStream
 
 
@@ -76,9 +76,9 @@ def gather_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]
 
 def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]:
     """ns per pair-update of each phase of the partitioned kernel, real pairs: offset r alone,
-    and offsets r .. r + OFFSETS_PER_PASS - 1 in one pass (as the counter takes them)."""
+    and as many offsets from r on in one pass as the counter takes."""
     rows = []
-    for slot_r in (np.array([r]), r + np.arange(OFFSETS_PER_PASS)):
+    for slot_r in (np.array([r]), np.array(counter.batches(range(r, r + SHORT_PASS_OFFSETS))[0])):
         k = len(slot_r)
         counter._kept = None
         xloc, ys, first, second = counter._buffers(k, counter.tokens.shape[0])

@@ -48,8 +48,14 @@ MAX_SWEEP = 255
 # Offsets the partitioned kernel counts in one pass: they share the first tokens' partitions
 # and their sort, and each adds a partner buffer (2 bytes a token for BPE), so 4 costs 8
 # bytes a token. Vocabularies over PASS_MAX_VOCAB tokens in use (words) take one offset at
-# a time: each slot's two marginals are blocks x A x 4 bytes.
+# a time: each slot's two marginals are blocks x A x 4 bytes. A stream whose buffers for
+# SHORT_PASS_OFFSETS offsets fit in SHORT_PASS_BYTES takes that many: in draft timings of the
+# speed benchmark's profile at 1M tokens, 8 offsets a pass were 1.06-1.10x as fast as 4
+# (6, 10 and 16 no faster than 8), at 10M equal for BPE-8k and 1.08x for BPE-32k, where they
+# would double the buffers (17 bytes a token against 9).
 OFFSETS_PER_PASS = 4
+SHORT_PASS_OFFSETS = 8
+SHORT_PASS_BYTES = 64 << 20
 PASS_MAX_VOCAB = 1 << 16
 
 
@@ -147,6 +153,8 @@ class PairCounter:
         # with a memory cap the relabelled copy, like the pair buffers, is not held by the process
         self.tokens = np.empty(n, dtype=rank.dtype) if pair_memory is None else file_backed(n, rank.dtype)
         kernels.relabel(tok, rank, self.tokens)
+        # partners are kept in a type that also holds the dropped pairs' sentinel, ``vocab``
+        self.partner_dtype = np.promote_types(rank.dtype, np.min_scalar_type(self.vocab))
         self.doc_ends = np.cumsum(stream.doc_lengths)
         if not 2 <= n_blocks < 1 << 16:  # the partitioned kernel notes each pair's block in 16 bits
             raise DepstatError(f"the jackknife needs 2 to 65,535 blocks, got {n_blocks}")
@@ -202,11 +210,14 @@ class PairCounter:
         """The offsets, ascending, cut into batches counted together (dense tables that fit in cache).
 
         The partitioned kernel takes OFFSETS_PER_PASS offsets (with all their partner
-        processes) in one pass, or one at a time for vocabularies over PASS_MAX_VOCAB.
+        processes) in one pass, SHORT_PASS_OFFSETS when their buffers fit in
+        SHORT_PASS_BYTES, or one at a time for vocabularies over PASS_MAX_VOCAB.
         """
         offsets = sorted({int(r) for r in offsets})
         if not self.dense:
-            size = OFFSETS_PER_PASS if self.vocab <= PASS_MAX_VOCAB else 1
+            short = self.tokens.shape[0] * (1 + SHORT_PASS_OFFSETS * max(n_partners, 1) * self.partner_dtype.itemsize)
+            size = SHORT_PASS_OFFSETS if short <= SHORT_PASS_BYTES else OFFSETS_PER_PASS
+            size = size if self.vocab <= PASS_MAX_VOCAB else 1
             return [offsets[i : i + size] for i in range(0, len(offsets), size)]
         cells = self.vocab * self.vocab * 4  # bytes of one slot's table
         size = max(1, DENSE_BATCH_BYTES // (cells * max(n_partners, 1)))
@@ -270,15 +281,13 @@ class PairCounter:
         """The partitioned kernel's buffers (xloc, ys, first, second) for ``places`` pairs, C-contiguous,
         in memory kept for the next batch and sized for ``room`` (default ``places``) pairs.
 
-        Fresh pages cost a fault and a zero-fill each, so every batch reuses them. Partners
-        are kept in a type that also holds the dropped pairs' sentinel, ``vocab``.
+        Fresh pages cost a fault and a zero-fill each, so every batch reuses them.
         """
         room = max(room or places, places)
         if self._kept is None or self._kept[2].shape[0] != n_slots or self._kept[0].shape[0] < room:
             self._kept = None  # let the old buffers go first
-            dtype = np.promote_types(self.tokens.dtype, np.min_scalar_type(self.vocab))
             self._kept = (
-                np.empty(room, dtype=np.uint8), np.empty(n_slots * room, dtype=dtype),
+                np.empty(room, dtype=np.uint8), np.empty(n_slots * room, dtype=self.partner_dtype),
                 np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
                 np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
             )
@@ -299,7 +308,7 @@ class PairCounter:
         none = np.empty(0, dtype=np.uint8)
         table = kernels.SUM_TABLES
         n = self.stream.n_tokens
-        width = np.promote_types(self.tokens.dtype, np.min_scalar_type(self.vocab)).itemsize
+        width = self.partner_dtype.itemsize
         joint, joint_jk = 0.0, 0.0
         layouts = [(lo, hi, *self.group_layout(lo, hi)) for lo, hi in self.groups(1 + len(slots) * width)]
         most = max(places for *_, places in layouts)

@@ -299,7 +299,7 @@ def test_counts_beyond_the_sum_tables_match_naive() -> None:
         assert_sums_equal(counter.sums(5), want)
 
 
-def test_offsets_are_batched_to_fit_the_cache() -> None:
+def test_offsets_are_batched_to_fit_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(0)
     small = PairCounter(TokenStream("s", rng.integers(0, 64, 5000), [5000], 256))
     large = PairCounter(TokenStream("l", rng.integers(0, 8000, 50_000), [50_000], 8000))
@@ -308,8 +308,10 @@ def test_offsets_are_batched_to_fit_the_cache() -> None:
     cut = small.batches(reversed(offsets), 2)
     assert [r for b in cut for r in b] == offsets and len(cut) > 1
     assert max(len(b) for b in cut) * 2 * 64 * 64 * 4 <= counting.DENSE_BATCH_BYTES
-    pass_size = counting.OFFSETS_PER_PASS  # the partitioned kernel shares a pass between offsets
-    assert not large.dense and large.batches(offsets, 2) == [offsets[i : i + pass_size] for i in range(0, 29, pass_size)]
+    for short_bytes, pass_size in ((1 << 30, counting.SHORT_PASS_OFFSETS), (1000, counting.OFFSETS_PER_PASS)):
+        monkeypatch.setattr(counting, "SHORT_PASS_BYTES", short_bytes)  # the partitioned kernel shares a pass
+        want = [offsets[i : i + pass_size] for i in range(0, 29, pass_size)]
+        assert not large.dense and large.batches(offsets, 2) == want
     words = PairCounter(TokenStream("w", np.arange(70_000) % 66_000, [70_000], 66_000))
     assert words.vocab > counting.PASS_MAX_VOCAB and words.batches(offsets) == [[r] for r in offsets]
 
