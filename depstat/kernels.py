@@ -918,45 +918,48 @@ def dense_table_sums(
     second_jk = np.zeros((n_slots, n_blocks, N_SUMS))
     block_pairs = np.zeros((n_slots, n_blocks), dtype=np.int64)
     for s in nb.prange(n_slots):
-        total = np.zeros((vocab, vocab), dtype=np.int64)
-        for g in range(n_blocks):
-            total += counts[g, s]
-        rows = total.sum(axis=1)
-        cols = total.sum(axis=0)
+        total = np.zeros(vocab * vocab, dtype=np.int64)
+        block_rows = np.zeros((n_blocks, vocab), dtype=np.int64)  # each block's marginals
+        block_cols = np.zeros((n_blocks, vocab), dtype=np.int64)
+        for g in range(n_blocks):  # one read of each block table gives the total and the block's marginals
+            part = counts[g, s].ravel()
+            col = block_cols[g]
+            for x in range(vocab):
+                row = 0
+                for y in range(vocab):
+                    m = part[x * vocab + y]
+                    total[x * vocab + y] += m
+                    row += m
+                    col[y] += m
+                block_rows[g, x] = row
+            block_pairs[s, g] = block_rows[g].sum()
+        rows = block_rows.sum(axis=0)
+        cols = block_cols.sum(axis=0)
         for x in range(vocab):
             _add_sums(first[s], rows[x], tables, 1.0)
             _add_sums(second[s], cols[x], tables, 1.0)
         occupied = np.flatnonzero(total)  # the blocks' deltas need only these cells
-        before = np.empty((occupied.shape[0], 2))
-        for k in range(occupied.shape[0]):
-            t = total.flat[occupied[k]]
-            before[k, 0], before[k, 1] = _cell_sums(t, tables)
-            _add_sums(joint[s], t, tables, 1.0)
-        row = np.zeros(vocab, dtype=np.int64)
-        col = np.zeros(vocab, dtype=np.int64)
-        for g in range(n_blocks):
+        n_occ = occupied.shape[0]
+        before = np.empty((n_occ, 2))
+        for k in range(n_occ):
+            before[k, 0], before[k, 1] = _cell_sums(total[occupied[k]], tables)
+        joint[s, 0], joint[s, 1], joint[s, 2] = before[:, 0].sum(), before[:, 1].sum(), n_occ
+        for g in range(n_blocks if jackknife else 0):
             part = counts[g, s].ravel()
-            block_pairs[s, g] = part.sum()
-            if not jackknife:
-                continue
-            row[:] = 0
-            col[:] = 0
             d0, d1, emptied = 0.0, 0.0, 0
-            for k in range(occupied.shape[0]):  # a cell the block misses (m = 0) adds 0: no branch
+            for k in range(n_occ):  # a cell the block misses (m = 0) adds 0: no branch
                 cell = occupied[k]
-                m, t = part[cell], total.flat[cell]
+                m, t = part[cell], total[cell]
                 after0, after1 = _cell_sums(t - m, tables)
                 d0 += after0 - before[k, 0]
                 d1 += after1 - before[k, 1]
                 emptied += m == t
-                row[cell // vocab] += m
-                col[cell % vocab] += m
             joint_jk[s, g, 0], joint_jk[s, g, 1], joint_jk[s, g, 2] = d0, d1, -emptied
             for x in range(vocab):
-                if row[x] > 0:
-                    _add_delta(first_jk[s, g], rows[x], row[x], tables)
-                if col[x] > 0:
-                    _add_delta(second_jk[s, g], cols[x], col[x], tables)
+                if block_rows[g, x] > 0:
+                    _add_delta(first_jk[s, g], rows[x], block_rows[g, x], tables)
+                if block_cols[g, x] > 0:
+                    _add_delta(second_jk[s, g], cols[x], block_cols[g, x], tables)
     return joint, first, second, joint_jk, first_jk, second_jk, block_pairs
 
 
