@@ -88,7 +88,8 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
         def emit() -> None:
             kernels.emit_pairs(
                 counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region,
-                slot_r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab, -1, False,
+                slot_r, modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab,
+                -1, False, numba.get_num_threads(),
             )
 
         def count(jackknife: bool) -> Callable[[], object]:
@@ -118,7 +119,7 @@ def dense_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]
 
     def count() -> None:
         kernels.dense_counts(counter.tokens, counter.doc_ends, counter.block_starts, slot_r, slot_mode,
-                             slot_seed, counter.shift, counts)
+                             slot_seed, counter.shift, counts, numba.get_num_threads())
 
     count()
     n = int(counts.sum())

@@ -231,7 +231,7 @@ class PairCounter:
         counts = self._dense_tables(len(slots))
         with threads_for(self.stream.n_tokens, "dense_counts"):
             kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
-                                 self.shift, counts)
+                                 self.shift, counts, numba.get_num_threads())
             return _by_slot(slots, *kernels.dense_table_sums(counts, kernels.SUM_TABLES, jackknife))
 
     def _dense_tables(self, n_slots: int) -> np.ndarray:
@@ -319,6 +319,7 @@ class PairCounter:
                 kernels.emit_pairs(
                     self.tokens, code, self.doc_ends, self.block_starts, region, slot_r, modes, seeds,
                     self.shift, xloc, ys, fill_end, first, second, none, none, self.vocab, spill, i > 0,
+                    numba.get_num_threads(),
                 )
             with threads_for(places * len(slots), "partition_sums"):
                 part, part_jk = kernels.partition_sums(
@@ -362,7 +363,7 @@ class PairCounter:
                 for j, r in enumerate(batch):
                     if i + j == 0:
                         kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, np.array([r]), mode,
-                                             np.zeros(1, dtype=np.int64), self.shift, work)
+                                             np.zeros(1, dtype=np.int64), self.shift, work, numba.get_num_threads())
                     else:
                         kernels.drop_positions(self.tokens, self.doc_ends, self.block_starts, offsets[i + j - 1], r,
                                                self.shift, none, none, work[:, 0])
@@ -390,7 +391,7 @@ class PairCounter:
             kernels.emit_pairs(
                 self.tokens, code, self.doc_ends, self.block_starts, region, np.array(offsets[:1]),
                 np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64), self.shift, xloc, ys, fill_end,
-                first, second, life_of, life, self.vocab, spill, add,
+                first, second, life_of, life, self.vocab, spill, add, numba.get_num_threads(),
             )
         return xloc, ys, life, region, fill_end, first, second
 

@@ -271,12 +271,30 @@ def _emit_dropped(tok, q, stop, where, ys, sentinel, first_row):
             first_row[tok[i]] -= 1
 
 
+@nb.njit(cache=True)
+def _deal_blocks(block_starts: np.ndarray, n_workers: int) -> np.ndarray:
+    """Jackknife blocks dealt to workers, largest first, each to the least loaded one: worker w
+    takes ``deal[w]`` up to its first -1. Blocks of whole documents can be very unequal (one
+    long document), and a parallel loop over blocks would leave a thread idle."""
+    sizes = block_starts[1:] - block_starts[:-1]
+    n_blocks = sizes.shape[0]
+    deal = np.full((n_workers, n_blocks), -1, dtype=np.int64)
+    load = np.zeros(n_workers, dtype=np.int64)
+    taken = np.zeros(n_workers, dtype=np.int64)
+    for g in np.argsort(-sizes, kind="mergesort"):
+        w = np.argmin(load)
+        deal[w, taken[w]] = g
+        taken[w] += 1
+        load[w] += sizes[g]
+    return deal
+
+
 @nb.njit(cache=True, parallel=True)
 def emit_pairs(
     tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
     region: np.ndarray, slot_r: np.ndarray, modes: np.ndarray, seeds: np.ndarray, shift: int,
     xloc: np.ndarray, ys: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
-    life_of: np.ndarray, life: np.ndarray, sentinel: int, spill: int, add: bool,
+    life_of: np.ndarray, life: np.ndarray, sentinel: int, spill: int, add: bool, n_workers: int,
 ) -> None:
     """Write the pairs of every slot (offset ``slot_r[s]``, partner process ``modes[s]``), read in
     position order, into their partitions.
@@ -288,7 +306,7 @@ def emit_pairs(
     no partner in its document). Reads are sequential and the writes go to one stream per
     partition, so little waits on memory. ``first[s, g]`` and ``second[s, g]`` count block
     g's first and partner tokens of slot s (the marginals; with ``add``, added to what they
-    hold). Blocks run in parallel, each
+    hold). Blocks run in parallel, dealt to ``n_workers`` workers (``_deal_blocks``), each
     into its own regions. Unless ``life_of`` is empty, ``life`` gets each pair's
     ``life_of[distance to its document's end]`` (see ``null_sweep_sums``).
 
@@ -297,49 +315,52 @@ def emit_pairs(
     skipped: neither written nor added to the marginals.
     """
     n = tok.shape[0]
-    n_blocks = block_starts.shape[0] - 1
     n_slots = modes.shape[0]
-    for g in nb.prange(n_blocks):
-        fill = region[:, g].copy()
-        off = np.empty(n_slots, dtype=np.int64)
-        keep = np.empty(n_slots, dtype=np.bool_)
-        where = np.empty(EMIT_RUN if n_slots > 1 else 0, dtype=np.int32)  # places < n < 2^31
-        if not add:
-            first[:, g] = 0
-            second[:, g] = 0
-        base = np.empty(0, dtype=first.dtype)  # the first slot's counts before this pass, for the other slots
-        if n_slots > 1:
-            base = first[0, g].copy()
-        lo, hi = block_starts[g], block_starts[g + 1]
-        d = np.searchsorted(doc_ends, lo, side="right")
-        p = lo
-        while p < hi:
-            end = min(doc_ends[d], hi)
-            last = min(end, doc_ends[d] - slot_r[0])  # first positions whose partner stays in the document
-            q = p
-            while q < last:
-                stop = min(last, q + EMIT_RUN)  # a run over which every slot's partner offset is constant
-                for s in range(n_slots):
-                    kept = doc_ends[d] - slot_r[s]  # slot s's positions end here
-                    keep[s] = q < kept
-                    if keep[s]:
-                        run_stop, off[s] = _partner_run(q, min(last, kept), slot_r[s], modes[s], seeds[s], shift, n)
-                        stop = min(stop, run_stop)
-                    else:
-                        stop = min(stop, last)
-                _emit_lead(tok, code, q, stop, off[0], fill, where, n_slots > 1, xloc, first[0, g], ys[0],
-                           second[0, g], life, life_of, doc_ends[d], spill)
-                for s in range(1, n_slots):
-                    if keep[s]:
-                        _emit_follow(tok, q, stop, off[s], where, ys[s], first[s, g], second[s, g])
-                    else:
-                        _emit_dropped(tok, q, stop, where, ys[s], sentinel, first[s, g])
-                q = stop
-            p = end
-            d += 1
-        fill_end[:, g] = fill
-        for s in range(1, n_slots):  # the slots' first positions are the first slot's, less the dropped ones
-            first[s, g] += first[0, g] - base
+    deal = _deal_blocks(block_starts, n_workers)
+    for w in nb.prange(deal.shape[0]):
+        for g in deal[w]:
+            if g < 0:
+                break
+            fill = region[:, g].copy()
+            off = np.empty(n_slots, dtype=np.int64)
+            keep = np.empty(n_slots, dtype=np.bool_)
+            where = np.empty(EMIT_RUN if n_slots > 1 else 0, dtype=np.int32)  # places < n < 2^31
+            if not add:
+                first[:, g] = 0
+                second[:, g] = 0
+            base = np.empty(0, dtype=first.dtype)  # the first slot's counts before this pass, for the other slots
+            if n_slots > 1:
+                base = first[0, g].copy()
+            lo, hi = block_starts[g], block_starts[g + 1]
+            d = np.searchsorted(doc_ends, lo, side="right")
+            p = lo
+            while p < hi:
+                end = min(doc_ends[d], hi)
+                last = min(end, doc_ends[d] - slot_r[0])  # first positions whose partner stays in the document
+                q = p
+                while q < last:
+                    stop = min(last, q + EMIT_RUN)  # a run over which every slot's partner offset is constant
+                    for s in range(n_slots):
+                        kept = doc_ends[d] - slot_r[s]  # slot s's positions end here
+                        keep[s] = q < kept
+                        if keep[s]:
+                            run_stop, off[s] = _partner_run(q, min(last, kept), slot_r[s], modes[s], seeds[s], shift, n)
+                            stop = min(stop, run_stop)
+                        else:
+                            stop = min(stop, last)
+                    _emit_lead(tok, code, q, stop, off[0], fill, where, n_slots > 1, xloc, first[0, g], ys[0],
+                               second[0, g], life, life_of, doc_ends[d], spill)
+                    for s in range(1, n_slots):
+                        if keep[s]:
+                            _emit_follow(tok, q, stop, off[s], where, ys[s], first[s, g], second[s, g])
+                        else:
+                            _emit_dropped(tok, q, stop, where, ys[s], sentinel, first[s, g])
+                    q = stop
+                p = end
+                d += 1
+            fill_end[:, g] = fill
+            for s in range(1, n_slots):  # the slots' first positions are the first slot's, less the dropped ones
+                first[s, g] += first[0, g] - base
 
 
 @nb.njit(cache=True, inline="always")
@@ -865,38 +886,42 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
 @nb.njit(cache=True, parallel=True)
 def dense_counts(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, slot_r: np.ndarray, slot_mode: np.ndarray,
-    slot_seed: np.ndarray, shift: int, counts: np.ndarray,
+    slot_seed: np.ndarray, shift: int, counts: np.ndarray, n_workers: int,
 ) -> None:
     """Count each block's pairs of every slot into whole V x V tables, for small vocabularies.
 
     ``counts`` (blocks x slots x V x V int32, any contents) gets block g's table of slot s
     at ``counts[g, s]``; each block's tables are read and written in cache, and the partners
-    are read almost sequentially. Blocks run in parallel. The caller keeps ``counts`` for
-    the next batch, and ``dense_table_sums`` takes the sums.
+    are read almost sequentially. Blocks run in parallel, dealt to ``n_workers`` workers
+    (``_deal_blocks``). The caller keeps ``counts`` for the next batch, and
+    ``dense_table_sums`` takes the sums.
     """
     n = tok.shape[0]
-    n_blocks = block_starts.shape[0] - 1
     n_slots = slot_r.shape[0]
-    for g in nb.prange(n_blocks):
-        lo, hi = block_starts[g], block_starts[g + 1]
-        d = np.searchsorted(doc_ends, lo, side="right")
-        table = counts[g]
-        table[:] = 0
-        p = lo
-        while p < hi:
-            end = min(doc_ends[d], hi)
-            for s in range(n_slots):
-                r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
-                last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
-                cells = table[s]
-                q = p
-                while q < last:
-                    stop, off = _partner_run(q, last, r, mode, seed, shift, n)
-                    for i in range(q, stop):
-                        cells[tok[i], tok[i + off]] += 1
-                    q = stop
-            p = end
-            d += 1
+    deal = _deal_blocks(block_starts, n_workers)
+    for w in nb.prange(deal.shape[0]):
+        for g in deal[w]:
+            if g < 0:
+                break
+            lo, hi = block_starts[g], block_starts[g + 1]
+            d = np.searchsorted(doc_ends, lo, side="right")
+            table = counts[g]
+            table[:] = 0
+            p = lo
+            while p < hi:
+                end = min(doc_ends[d], hi)
+                for s in range(n_slots):
+                    r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
+                    last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
+                    cells = table[s]
+                    q = p
+                    while q < last:
+                        stop, off = _partner_run(q, last, r, mode, seed, shift, n)
+                        for i in range(q, stop):
+                            cells[tok[i], tok[i + off]] += 1
+                        q = stop
+                p = end
+                d += 1
 
 
 @nb.njit(cache=True, parallel=True)

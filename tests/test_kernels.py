@@ -105,7 +105,7 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
     rng = np.random.default_rng(1)
     weights = 1 / np.arange(1, 301)  # Zipf: partitions of one token and of many
     tokens = rng.choice(300, size=200_000, p=weights / weights.sum())
-    stream = TokenStream("t", tokens, np.full(500, 400), 300)
+    stream = TokenStream("t", tokens, np.r_[60_000, np.full(350, 400)], 300)  # one block is a long document
     kinds = [(False, 200), (False, 10**6), (True, 1)]  # many partitions, two, dense
     counters = [PairCounter(stream, n_blocks=10, dense=d, part_tokens=t) for d, t in kinds]
     before = numba.get_num_threads()
@@ -177,6 +177,17 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
         npt.assert_array_equal(joint_jk[s], many[p, r].joint_jk)
 
 
+@given(st.lists(st.integers(1, 1000), min_size=1, max_size=30), st.integers(1, 8))
+def test_blocks_are_dealt_once_each_and_balanced(sizes: list[int], n_workers: int) -> None:
+    deal = kernels._deal_blocks(np.cumsum([0, *sizes]), n_workers)
+    dealt = deal[deal >= 0]
+    assert sorted(dealt) == list(range(len(sizes)))
+    for row in deal:  # each worker's blocks first, then -1
+        assert (row[: (row >= 0).sum()] >= 0).all()
+    loads = [sum(sizes[g] for g in row if g >= 0) for row in deal]
+    assert max(loads) <= sum(sizes) / n_workers + max(sizes)  # greedy on the largest first
+
+
 def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray, ...]:
     """``kernels.emit_pairs`` at offset r into fresh buffers."""
     n, k = counter.tokens.shape[0], len(partners)
@@ -189,7 +200,7 @@ def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray,
     seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
         counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, np.full(k, r),
-        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab, -1, False,
+        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab, -1, False, 2,
     )
     return xloc, ys, fill_end, first, second
 
