@@ -23,7 +23,8 @@ Estimators (MI in bits):
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 from scipy import stats
@@ -59,11 +60,13 @@ class TableSums:
     block_pairs: np.ndarray
 
     def deleted_each(self, blocks: np.ndarray) -> TableSums:
-        """The sums with each of ``blocks`` removed in turn, stacked on a first axis (one row each)."""
-        z = np.zeros((len(blocks), 1, 3))
+        """The sums with each of ``blocks`` removed in turn, on a new axis after any stacking axis."""
+        z = np.zeros((len(blocks), 1, 3))  # the deltas of a table with a block deleted: not kept
         return TableSums(
-            self.n_pairs - self.block_pairs[blocks], self.joint + self.joint_jk[blocks],
-            self.first + self.first_jk[blocks], self.second + self.second_jk[blocks], z, z, z,
+            np.asarray(self.n_pairs)[..., None] - self.block_pairs[..., blocks],
+            self.joint[..., None, :] + self.joint_jk[..., blocks, :],
+            self.first[..., None, :] + self.first_jk[..., blocks, :],
+            self.second[..., None, :] + self.second_jk[..., blocks, :], z, z, z,
             np.zeros((len(blocks), 1), dtype=np.int64),
         )
 
@@ -102,29 +105,46 @@ def base_mi(s: TableSums, kind: str) -> float | np.ndarray:
     return float(mi) if mi.ndim == 0 else mi
 
 
+def stacked(sums: Sequence[TableSums]) -> TableSums:
+    """Several tables' sums stacked on a first axis, so that the estimators take them at once."""
+    return TableSums(*(np.array([getattr(s, f.name) for s in sums]) for f in fields(TableSums)))
+
+
 def estimate(name: str, real: TableSums, nulls: dict[str, TableSums]) -> float | np.ndarray:
     """Point estimate of MI (bits) by the named estimator (one per row for stacked sums)."""
     if name in BASE_ESTIMATORS:
         return base_mi(real, name)
     if name == "jackknife":
-        reps = base_mi(real.deleted_each(_used_blocks(real)), "plugin")
-        g = len(reps)
-        return float(g * base_mi(real, "plugin") - (g - 1) * np.mean(reps))
+        reps, used = block_replicates("plugin", real, {})
+        g = used.sum(axis=-1)
+        out = g * base_mi(real, "plugin") - (g - 1) * _mean_over(reps, used)
+        return float(out) if np.ndim(out) == 0 else out
     kind, null = NULL_ESTIMATORS[name]
     return base_mi(real, kind) - base_mi(nulls[null], kind)
 
 
-def _used_blocks(s: TableSums) -> np.ndarray:
-    return np.flatnonzero(s.block_pairs > 0)
+def block_replicates(name: str, real: TableSums, nulls: dict[str, TableSums]) -> tuple[np.ndarray, np.ndarray]:
+    """The named estimator with each block deleted in turn, for every block (last axis), and
+    which blocks hold pairs: only those are replicates. For the ``jackknife`` estimator, the
+    plug-in's replicates: one level of jackknife for the interval; re-jackknifing costs G^2."""
+    blocks = np.arange(real.block_pairs.shape[-1])
+    each = real.deleted_each(blocks)
+    if name == "jackknife":
+        reps = base_mi(each, "plugin")
+    else:
+        reps = estimate(name, each, {k: v.deleted_each(blocks) for k, v in nulls.items()})
+    return np.asarray(reps), real.block_pairs > 0
 
 
 def replicates(name: str, real: TableSums, nulls: dict[str, TableSums]) -> np.ndarray:
-    """Delete-one-block jackknife replicates of the named estimator (blocks with pairs only)."""
-    used = _used_blocks(real)
-    r = real.deleted_each(used)
-    if name == "jackknife":  # one level of jackknife for the interval; re-jackknifing costs G^2
-        return np.atleast_1d(base_mi(r, "plugin"))
-    return np.atleast_1d(estimate(name, r, {k: v.deleted_each(used) for k, v in nulls.items()}))
+    """Delete-one-block jackknife replicates of the named estimator for one table (blocks with pairs only)."""
+    reps, used = block_replicates(name, real, nulls)
+    return reps[used]
+
+
+def _mean_over(values: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """Mean of ``values`` over the ``used`` entries of the last axis."""
+    return np.where(used, values, 0.0).sum(axis=-1) / used.sum(axis=-1)
 
 
 @functools.lru_cache(maxsize=256)
@@ -134,16 +154,26 @@ def _t_quantile(q: float, dof: int) -> float:
     return float(stats.t.ppf(q, dof))
 
 
-def jackknife_interval(
-    point: float, reps: np.ndarray, confidence: float
-) -> tuple[float, float, float]:
-    """(standard error, low, high) of a delete-one-block jackknife, Student-t with G-1 df."""
-    g = len(reps)
-    if g < 2 or not np.isfinite(point):
-        return float("nan"), float("nan"), float("nan")
-    se = float(np.sqrt((g - 1) / g * np.sum((reps - reps.mean()) ** 2)))
-    half = _t_quantile(0.5 + confidence / 2, g - 1) * se
-    return se, point - half, point + half
+def jackknife_intervals(
+    points: np.ndarray, reps: np.ndarray, used: np.ndarray, confidence: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(standard error, low, high) of delete-one-block jackknifes, Student-t with G-1 df, one per
+    row of ``reps`` (the replicates over the last axis where ``used``); NaN under 2 replicates."""
+    points = np.asarray(points, dtype=float)
+    g = used.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(used, reps - _mean_over(reps, used)[..., None], 0.0)
+        se = np.sqrt((g - 1) / g * np.sum(spread**2, axis=-1))
+    quantile = np.array([_t_quantile(0.5 + confidence / 2, int(d)) if d >= 1 else np.nan for d in np.ravel(g - 1)])
+    se = np.where((g >= 2) & np.isfinite(points), se, np.nan)
+    half = quantile.reshape(np.shape(g)) * se
+    return se, points - half, points + half
+
+
+def jackknife_interval(point: float, reps: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """(standard error, low, high) of one delete-one-block jackknife, Student-t with G-1 df."""
+    out = jackknife_intervals(np.array(point), np.asarray(reps), np.ones(len(reps), dtype=bool), confidence)
+    return tuple(float(v) for v in out)
 
 
 def nulls_needed(name: str) -> tuple[str, ...]:

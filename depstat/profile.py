@@ -189,32 +189,35 @@ def mi_profile(
         progress.update(len(skipped))
         for batch, sums in clock.each(counting, counter.sweep(usable, partners, jackknife=deltas)):
             progress.update(len(batch))
-            for r in batch:
-                real = sums["real", r]
-                nulls = {m: sums[m, r] for m in partners[1:]}
-                with clock("estimate"):
-                    rows.append(_row(stream, r, estimator, real, nulls, interval, confidence))
+            with clock("estimate"):
+                rows += _rows(stream, batch, estimator, sums, partners, interval, confidence)
     table = pl.DataFrame(rows, schema=SCHEMA)
     return table, skipped
 
 
-def _row(
-    stream: TokenStream, r: int, estimator: str, real: est.TableSums,
-    nulls: dict[str, est.TableSums], interval: bool, confidence: float,
-) -> dict:
-    """One row of the profile table: the estimate at offset r with its interval."""
-    point = est.estimate(estimator, real, nulls)
+def _rows(
+    stream: TokenStream, batch: list[int], estimator: str, sums: dict[tuple[str, int], est.TableSums],
+    partners: tuple[str, ...], interval: bool, confidence: float,
+) -> list[dict]:
+    """The profile table's rows of a batch of offsets: the estimates with their intervals,
+    the batch's sums stacked so that the estimators take them at once."""
+    real = est.stacked([sums["real", r] for r in batch])
+    nulls = {m: est.stacked([sums[m, r] for r in batch]) for m in partners[1:]}
+    points = est.estimate(estimator, real, nulls)
     if interval:
-        se, lo, hi = est.jackknife_interval(point, est.replicates(estimator, real, nulls), confidence)
+        se, lo, hi = est.jackknife_intervals(points, *est.block_replicates(estimator, real, nulls), confidence)
     else:
-        se = lo = hi = float("nan")
-    n_pairs, n_docs = stream.pairs_at(r)
-    return {
-        "granularity": stream.name, "offset": r, "mi_bits": point, "ci_low": lo,
-        "ci_high": hi, "se": se, "noise_floor": hi - point,
-        "significant": bool(lo > 0) if np.isfinite(lo) else bool(point > 0),
-        "n_pairs": n_pairs, "n_docs": n_docs, "estimator": estimator,
-    }
+        se = lo = hi = np.full(len(batch), np.nan)
+    rows = []
+    for i, r in enumerate(batch):
+        n_pairs, n_docs = stream.pairs_at(r)
+        rows.append({
+            "granularity": stream.name, "offset": r, "mi_bits": float(points[i]), "ci_low": float(lo[i]),
+            "ci_high": float(hi[i]), "se": float(se[i]), "noise_floor": float(hi[i] - points[i]),
+            "significant": bool(lo[i] > 0) if np.isfinite(lo[i]) else bool(points[i] > 0),
+            "n_pairs": n_pairs, "n_docs": n_docs, "estimator": estimator,
+        })
+    return rows
 
 
 def profile(

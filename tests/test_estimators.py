@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.testing as npt
 import pytest
+from scipy import stats
 
 from depstat import estimators as est
 from depstat.counting import PairCounter
@@ -63,6 +64,34 @@ def test_jackknife_replicates_equal_estimates_without_each_block(small_stream: T
             est.estimate(est.DEFAULT_ESTIMATOR, real.deleted(g), {"rotate": null.deleted(g)}), abs=1e-12
         )
         assert want_real.deleted(g).n_pairs == real.deleted(g).n_pairs
+
+
+@pytest.mark.parametrize("name", est.ESTIMATORS)
+def test_stacked_offsets_give_each_offsets_estimate_and_interval(name: str) -> None:
+    """The profile estimates a batch of offsets at once; at offset 150 the blocks of short
+    documents hold no pairs and are left out of that offset's jackknife only."""
+    rng = np.random.default_rng(5)
+    stream = TokenStream("mixed", rng.integers(0, 5, 8000) // 2, np.r_[np.full(40, 100), 2000, 2000], 5)
+    counter = PairCounter(stream, n_blocks=6)
+    offsets, partners = [1, 3, 150], ("real",) + est.nulls_needed(name)
+    sums = counter.sums_at(offsets, partners)
+    assert (sums["real", 150].block_pairs == 0).sum() == 3 and (sums["real", 1].block_pairs > 0).all()
+    real = est.stacked([sums["real", r] for r in offsets])
+    nulls = {m: est.stacked([sums[m, r] for r in offsets]) for m in partners[1:]}
+    points = est.estimate(name, real, nulls)
+    se, lo, hi = est.jackknife_intervals(points, *est.block_replicates(name, real, nulls), 0.95)
+    for i, r in enumerate(offsets):
+        one, nulls_r = sums["real", r], {m: sums[m, r] for m in partners[1:]}
+        assert points[i] == pytest.approx(est.estimate(name, one, nulls_r), abs=1e-12)
+        used = np.flatnonzero(one.block_pairs)
+        if name == "jackknife":
+            reps = np.array([est.base_mi(one.deleted(g), "plugin") for g in used])
+        else:
+            reps = np.array([est.estimate(name, one.deleted(g), {m: v.deleted(g) for m, v in nulls_r.items()}) for g in used])
+        want_se = np.sqrt((len(used) - 1) / len(used) * np.sum((reps - reps.mean()) ** 2))
+        assert se[i] == pytest.approx(want_se, rel=1e-9, abs=1e-15)
+        half = stats.t.ppf(0.975, len(used) - 1) * want_se
+        assert (lo[i], hi[i]) == pytest.approx((points[i] - half, points[i] + half), rel=1e-9, abs=1e-15)
 
 
 def test_jackknife_estimator_does_not_depend_on_the_interval_switch(small_stream: TokenStream) -> None:
