@@ -37,11 +37,13 @@ DENSE_MAX_VOCAB = 256
 DENSE_BATCH_BYTES = 1 << 18
 # Offsets of the rotation null whose dense tables are summed together (in parallel).
 NULL_BATCH = 4
-# The null's marginal sums follow the positions an offset drops (``kernels.drop_marginal_sums``)
-# when DROP_SUMS_RATIO x the positions dropped is under the tokens in use, and are taken
-# again (``row_sums``) otherwise. Set from draft timings of ``null_marginals`` on the speed
-# benchmark's BPE streams at 1M and 10M tokens (29 offsets) with ratios 0.5 to 8: 1 to 2
-# were best or within the noise; following every offset was the slowest at 10M tokens.
+# The null's sums follow the positions an offset drops (``kernels.drop_sums``) when
+# DROP_SUMS_RATIO x the positions dropped is under the tokens in use (the marginals on
+# partitions) or the occupied cells (dense tables), and are taken again (``row_sums``,
+# ``dense_table_sums``) otherwise. Set from draft timings on the speed benchmark's streams
+# at 1M and 10M tokens (29 offsets), ratios 0.25 to 8: for BPE's ``null_marginals`` 1 to 2
+# were best or within the noise, following every offset the slowest at 10M tokens; for
+# bytes' ``_dense_nulls`` 1 and 2 alike, 1.2-1.4x as fast as summing every offset again.
 DROP_SUMS_RATIO = 2
 # Offsets per sweep of the rotation null: a pair's life (offsets it lasts) is kept in a byte.
 MAX_SWEEP = 255
@@ -349,28 +351,51 @@ class PairCounter:
         return out
 
     def _dense_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
-        """The rotation null in dense block tables: counted at the first offset, then each
-        later offset's dropped pairs taken out. The tables of NULL_BATCH offsets at a time
-        are copied side by side and summed together, so ``dense_table_sums`` runs them in parallel."""
+        """The rotation null in dense block tables: counted and summed at the first offset, then
+        each later offset's dropped pairs taken out.
+
+        While DROP_SUMS_RATIO x the positions an offset drops is under the occupied cells, the
+        sums follow the drops (``kernels.drop_sums``, with the per-block marginals). From the
+        first offset where more drop, the tables of NULL_BATCH offsets at a time are copied
+        side by side and summed together, so ``dense_table_sums`` runs them in parallel.
+        """
+        tables = kernels.SUM_TABLES
         work = np.empty((self.n_blocks, 1, self.vocab, self.vocab), dtype=np.int32)
+        table = work[:, 0]
         mode = np.array([kernels.MODE_ROTATE], dtype=np.int64)
-        none = np.empty((0, 0), dtype=np.int32)
-        out = {}
         with threads_for(self.stream.n_tokens, "dense_counts"):
-            for i in range(0, len(offsets), NULL_BATCH):
+            kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, np.array(offsets[:1]), mode,
+                                 np.zeros(1, dtype=np.int64), self.shift, work, numba.get_num_threads())
+            joint, first, second, joint_jk, first_jk, second_jk, block_pairs = (
+                a[0] for a in kernels.dense_table_sums(work, tables, jackknife))
+        sums, deltas = np.stack([first, second, joint]), np.stack([first_jk, second_jk, joint_jk])
+        rows, cols = table.sum(axis=2, dtype=np.int32), table.sum(axis=1, dtype=np.int32)
+        out = {}
+        j = 0
+        while True:
+            out[offsets[j]] = TableSums(int(block_pairs.sum()), sums[2].copy(), sums[0].copy(), sums[1].copy(),
+                                        deltas[2].copy(), deltas[0].copy(), deltas[1].copy(), block_pairs)
+            j += 1
+            if j == len(offsets):
+                return out
+            before, r = offsets[j - 1], offsets[j]
+            if np.clip(self.stream.doc_lengths - before, 0, r - before).sum() * DROP_SUMS_RATIO >= sums[2, 2]:
+                break
+            block_pairs = block_pairs - kernels.drop_sums(self.tokens, self.doc_ends, self.block_starts, before, r,
+                                                          self.shift, rows, cols, table, tables, jackknife, sums, deltas)
+        none = np.empty((0, 0), dtype=np.int32)
+        with threads_for(self.stream.n_tokens, "dense_counts"):
+            for i in range(j, len(offsets), NULL_BATCH):
                 batch = offsets[i : i + NULL_BATCH]
                 counts = self._dense_tables(len(batch))
-                for j, r in enumerate(batch):
-                    if i + j == 0:
-                        kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, np.array([r]), mode,
-                                             np.zeros(1, dtype=np.int64), self.shift, work, numba.get_num_threads())
-                    else:
-                        kernels.drop_positions(self.tokens, self.doc_ends, self.block_starts, offsets[i + j - 1], r,
-                                               self.shift, none, none, work[:, 0])
-                    counts[:, j] = work[:, 0]
+                for k, r in enumerate(batch):
+                    kernels.drop_positions(self.tokens, self.doc_ends, self.block_starts, offsets[i + k - 1], r,
+                                           self.shift, none, none, table)
+                    counts[:, k] = table
                 slots = [(r, mode[0], "rotate") for r in batch]
-                out.update(_by_slot(slots, *kernels.dense_table_sums(counts, kernels.SUM_TABLES, jackknife)))
-        return {r: out["rotate", r] for r in offsets}
+                by_slot = _by_slot(slots, *kernels.dense_table_sums(counts, tables, jackknife))
+                out.update({r: by_slot["rotate", r] for r in batch})
+        return out
 
     def emit_null(
         self, offsets: list[int], group: tuple[int, int] | None = None, marginals: tuple[np.ndarray, ...] | None = None,
@@ -430,7 +455,7 @@ class PairCounter:
         ``(block_pairs, first_sums, second_sums, first_jk, second_jk)`` at every offset.
 
         Where DROP_SUMS_RATIO x the positions dropped is under A, the sums follow the drops
-        (``kernels.drop_marginal_sums``, O(dropped x blocks)); otherwise they are taken again
+        (``kernels.drop_sums``, O(dropped x blocks)); otherwise they are taken again
         (``row_sums``, O(A x blocks)).
         """
         table = kernels.SUM_TABLES
@@ -442,7 +467,8 @@ class PairCounter:
             step = (self.tokens, self.doc_ends, self.block_starts, before, r, self.shift, first, second)
             dropped = np.clip(self.stream.doc_lengths - before, 0, r - before).sum()
             if j and dropped * DROP_SUMS_RATIO < self.vocab:
-                block_pairs = block_pairs - kernels.drop_marginal_sums(*step, table, jackknife, sums, deltas)
+                block_pairs = block_pairs - kernels.drop_sums(*step, np.empty((0, 0, 0), dtype=np.int32), table, jackknife,
+                                                              sums, deltas)
             else:
                 if j:
                     block_pairs = block_pairs - kernels.drop_positions(*step, np.empty((0, 0, 0), dtype=np.int32))

@@ -775,11 +775,11 @@ def drop_positions(
 ) -> np.ndarray:
     """Take the rotation null's pairs of the positions that have a partner at offset
     ``r_from`` but not at ``r_to`` (> r_from) out of the per-block marginals ``first`` and
-    ``second`` or, when it is not empty, out of the per-block dense ``table``. Returns the
-    number of positions dropped in each block.
+    ``second`` and out of the per-block dense ``table``, each unless it is empty. Returns
+    the number of positions dropped in each block.
 
-    The caller takes the marginals' sums again with ``row_sums``, or follows them through
-    the dropped positions with ``drop_marginal_sums`` when few positions drop.
+    The caller takes the sums again (``row_sums``, ``dense_table_sums``), or follows them
+    through the dropped positions with ``drop_sums`` when few positions drop.
     """
     n = tok.shape[0]
     dropped = np.zeros(block_starts.shape[0] - 1, dtype=np.int64)
@@ -794,7 +794,7 @@ def drop_positions(
             x, y = tok[p], tok[_rotation_base(p, shift, n)]
             if table.shape[0] > 0:
                 table[g, x, y] -= 1
-            else:
+            if first.shape[0] > 0:
                 first[g, x] -= 1
                 second[g, y] -= 1
         start = end
@@ -802,43 +802,47 @@ def drop_positions(
 
 
 @nb.njit(cache=True)
-def drop_marginal_sums(
+def drop_sums(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_to: int, shift: int,
-    first: np.ndarray, second: np.ndarray, tables: np.ndarray, jackknife: bool, sums: np.ndarray,
-    deltas: np.ndarray,
+    first: np.ndarray, second: np.ndarray, table: np.ndarray, tables: np.ndarray, jackknife: bool,
+    sums: np.ndarray, deltas: np.ndarray,
 ) -> np.ndarray:
-    """``drop_positions`` on the marginals (it returns what that returns), following their
-    ``row_sums`` sums through the drops: ``sums[m]`` and ``deltas[m]`` are the first (m = 0)
-    and second (m = 1) marginal's.
+    """``drop_positions`` (it returns what that returns), following the sums of what it
+    changes: ``sums[m]`` and ``deltas[m]`` are ``row_sums``' of the first (m = 0) and second
+    (m = 1) marginal and, unless ``table`` (blocks x A x A, C-contiguous) is empty, the
+    joint sums of ``dense_table_sums`` (m = 2).
 
-    Each column a dropped position touches has its part taken out before the drops and
-    put back after: O(dropped positions x blocks) against O(A x blocks) for ``row_sums``
-    again, so the caller picks this when few positions drop.
+    Each column (marginal) or cell (table) a dropped position touches has its part taken
+    out before the drops and put back after: O(dropped positions x blocks) against
+    O(A x blocks) (O(A^2 x blocks) for the table) to take the sums again, so the caller
+    picks this when few positions drop.
     """
     n = tok.shape[0]
     vocab = first.shape[1]
-    rows = (first, second)
-    listed = np.empty((2, vocab), dtype=np.int64)
-    n_listed = np.zeros(2, dtype=np.int64)
-    mark = np.zeros((2, vocab), dtype=np.bool_)
+    cells = table.reshape((table.shape[0], table.shape[1] * table.shape[2]))
+    parts = (first, second, cells)
+    n_parts = 3 if table.shape[0] > 0 else 2
+    size = max(vocab, cells.shape[1])
+    listed = np.empty((n_parts, size), dtype=np.int64)
+    n_listed = np.zeros(n_parts, dtype=np.int64)
+    mark = np.zeros((n_parts, size), dtype=np.bool_)
     start = 0
-    for d in range(doc_ends.shape[0]):  # the columns the dropped positions touch, their parts taken out
+    for d in range(doc_ends.shape[0]):  # the columns and cells the dropped positions touch, their parts taken out
         end = doc_ends[d]
         for p in range(max(start, end - r_to), max(start, end - r_from)):
-            for m in range(2):
-                y = tok[p] if m == 0 else tok[_rotation_base(p, shift, n)]
-                if not mark[m, y]:
-                    mark[m, y] = True
-                    listed[m, n_listed[m]] = y
+            x, y = tok[p], tok[_rotation_base(p, shift, n)]
+            for m in range(n_parts):
+                k = x if m == 0 else (y if m == 1 else x * vocab + y)
+                if not mark[m, k]:
+                    mark[m, k] = True
+                    listed[m, n_listed[m]] = k
                     n_listed[m] += 1
-                    _column_sums(rows[m], y, tables, -1.0, sums[m], deltas[m], jackknife)
+                    _column_sums(parts[m], k, tables, -1.0, sums[m], deltas[m], jackknife)
         start = end
-    dropped = drop_positions(
-        tok, doc_ends, block_starts, r_from, r_to, shift, first, second, np.empty((0, 0, 0), first.dtype)
-    )
-    for m in range(2):
+    dropped = drop_positions(tok, doc_ends, block_starts, r_from, r_to, shift, first, second, table)
+    for m in range(n_parts):
         for i in range(n_listed[m]):
-            _column_sums(rows[m], listed[m, i], tables, 1.0, sums[m], deltas[m], jackknife)
+            _column_sums(parts[m], listed[m, i], tables, 1.0, sums[m], deltas[m], jackknife)
     return dropped
 
 

@@ -237,20 +237,23 @@ def test_rotation_null_sweeps_in_runs_of_max_sweep_offsets(stream: TokenStream, 
     assert_counter_matches_naive(PairCounter(stream, n_blocks=2), offsets, ("rotate",), MAX_SWEEP=2)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
     stream=streams(max_len=60),
     offsets=st.lists(st.integers(1, 50), min_size=2, max_size=9, unique=True),
-    ratio=st.sampled_from([0, 10**9]),
+    ratio=st.sampled_from([0, 2, 10**9]),
     partners=st.sampled_from([("rotate",), ("real", "rotate")]),
+    dense=st.booleans(),
 )
-def test_null_marginals_followed_through_drops_match_naive(
-    stream: TokenStream, offsets: list[int], ratio: int, partners: tuple[str, ...],
+def test_null_sums_followed_through_drops_match_naive(
+    stream: TokenStream, offsets: list[int], ratio: int, partners: tuple[str, ...], dense: bool,
 ) -> None:
-    """The rotation null's marginal sums, summed again at every offset (ratio 0) or followed
-    through the dropped positions (``drop_marginal_sums``, a huge ratio), with the first
-    marginal's sums of its own (the null alone) or taken from the real pairs: equal to the twin."""
-    assert_counter_matches_naive(PairCounter(stream, n_blocks=3, dense=False), offsets, partners, DROP_SUMS_RATIO=ratio)
+    """The rotation null's sums followed through the dropped positions at every offset
+    (``drop_sums``, ratio 0), summed again at every offset (a huge ratio) or either, offset by
+    offset (2): the marginals' on partitions, with the first marginal's sums of its own (the
+    null alone) or taken from the real pairs, and the joint's too in dense tables: equal to the twin."""
+    counter = PairCounter(stream, n_blocks=3, dense=dense)
+    assert_counter_matches_naive(counter, offsets, partners, DROP_SUMS_RATIO=ratio)
 
 
 @settings(max_examples=40, deadline=None)
@@ -281,7 +284,7 @@ def test_grouped_counting_compiles_no_kernel_of_its_own() -> None:
     group's slice of a 2-D buffer is not contiguous, which would compile another signature)."""
     rng = np.random.default_rng(3)
     stream = TokenStream("z", np.minimum(rng.zipf(1.3, 20_000), 600) - 1, [5000] * 4, 600)
-    names = ("emit_pairs", "partition_sums", "null_sweep_sums", "row_sums", "drop_positions", "drop_marginal_sums",
+    names = ("emit_pairs", "partition_sums", "null_sweep_sums", "row_sums", "drop_positions", "drop_sums",
              "relabel")
     PairCounter(stream, part_tokens=500).sums_at([1, 2, 3, 5, 9], ("real", "rotate"))
     before = {name: len(getattr(kernels, name).signatures) for name in names}
