@@ -209,7 +209,9 @@ class PairCounter:
             yield batch, out
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
-        """The offsets, ascending, cut into batches counted together (dense tables that fit in cache).
+        """The offsets, ascending, cut into batches counted together (dense tables that fit in
+        cache), as few as the batch size allows and of sizes differing by at most one (a
+        last batch of one offset would run its parallel loop over slots on one thread).
 
         The partitioned kernel takes OFFSETS_PER_PASS offsets (with all their partner
         processes) in one pass, SHORT_PASS_OFFSETS when their buffers fit in
@@ -220,10 +222,10 @@ class PairCounter:
             short = self.tokens.shape[0] * (1 + SHORT_PASS_OFFSETS * max(n_partners, 1) * self.partner_dtype.itemsize)
             size = SHORT_PASS_OFFSETS if short <= SHORT_PASS_BYTES else OFFSETS_PER_PASS
             size = size if self.vocab <= PASS_MAX_VOCAB else 1
-            return [offsets[i : i + size] for i in range(0, len(offsets), size)]
-        cells = self.vocab * self.vocab * 4  # bytes of one slot's table
-        size = max(1, DENSE_BATCH_BYTES // (cells * max(n_partners, 1)))
-        return [offsets[i : i + size] for i in range(0, len(offsets), size)]
+        else:
+            cells = self.vocab * self.vocab * 4  # bytes of one slot's table
+            size = max(1, DENSE_BATCH_BYTES // (cells * max(n_partners, 1)))
+        return [part.tolist() for part in np.array_split(offsets, -(-len(offsets) // size))] if offsets else []
 
     def _dense_batch(
         self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool
@@ -343,6 +345,8 @@ class PairCounter:
     def _rotation_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
         """The rotation null's sums at every offset (ascending), counted once and then followed
         through the pairs each larger offset drops (``_dense_nulls`` or ``_null_sweep``)."""
+        if not offsets:
+            return {}
         if self.dense:
             return self._dense_nulls(offsets, jackknife)
         out = {}

@@ -180,17 +180,19 @@ def mi_profile(
             "one document: the null partner lies half the document away, so dependence at that "
             "range would be subtracted as bias"
         )
-    rows, skipped, usable = [], [], []
+    skipped, usable = [], []
     for r in sorted({int(r) for r in offsets}):
         (usable if stream.pairs_at(r)[0] >= MIN_PAIRS else skipped).append(r)
     partners = ("real",) + est.nulls_needed(estimator)
     deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
+    sums: dict[tuple[str, int], est.TableSums] = {}
     with bar(desc=f"count {stream.name}", unit="offset", total=len(offsets)) as progress:
         progress.update(len(skipped))
-        for batch, sums in clock.each(counting, counter.sweep(usable, partners, jackknife=deltas)):
+        for batch, batch_sums in clock.each(counting, counter.sweep(usable, partners, jackknife=deltas)):
             progress.update(len(batch))
-            with clock("estimate"):
-                rows += _rows(stream, batch, estimator, sums, partners, interval, confidence)
+            sums.update(batch_sums)
+    with clock("estimate"):  # every offset at once: a few kilobytes of sums each
+        rows = _rows(stream, usable, estimator, sums, partners, interval, confidence) if usable else []
     table = pl.DataFrame(rows, schema=SCHEMA)
     return table, skipped
 
@@ -199,8 +201,8 @@ def _rows(
     stream: TokenStream, batch: list[int], estimator: str, sums: dict[tuple[str, int], est.TableSums],
     partners: tuple[str, ...], interval: bool, confidence: float,
 ) -> list[dict]:
-    """The profile table's rows of a batch of offsets: the estimates with their intervals,
-    the batch's sums stacked so that the estimators take them at once."""
+    """The profile table's rows of offsets ``batch``: the estimates with their intervals,
+    the offsets' sums stacked so that the estimators take them at once."""
     real = est.stacked([sums["real", r] for r in batch])
     nulls = {m: est.stacked([sums[m, r] for r in batch]) for m in partners[1:]}
     points = est.estimate(estimator, real, nulls)
