@@ -306,7 +306,7 @@ class PairCounter:
 
         Every partner process at offset r has the same first positions, in the same blocks,
         as the rotation null: with the null's sums at r in ``nulls``, the first marginal's
-        sums and the block pairs are taken from them rather than summed again.
+        sums and the block pairs are taken from them, and the first marginal is not counted.
         """
         slots, slot_r, modes, seeds = slot_arrays(offsets, partners, self.seed)
         none = np.empty(0, dtype=np.uint8)
@@ -318,6 +318,8 @@ class PairCounter:
         most = max(places for *_, places in layouts)
         for i, (lo, hi, code, region, spill, places) in enumerate(layouts):
             xloc, ys, first, second = self._buffers(len(slots), places, most)
+            if nulls:  # the null has the first marginal: none is counted (A x blocks of writes a slot)
+                first = np.empty((len(slots), self.n_blocks, 0), dtype=first.dtype)
             fill_end = np.empty_like(region)
             with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(
@@ -476,8 +478,9 @@ class PairCounter:
             else:
                 if j:
                     block_pairs = block_pairs - kernels.drop_positions(*step, np.empty((0, 0, 0), dtype=np.int32))
-                with threads_for(2 * first.size, "row_sums"):
-                    sums, deltas = kernels.row_sums(np.stack([first, second]), table, jackknife)
+                with threads_for(first.size, "row_sums"):  # each in place: a stacked copy is 2 x blocks x A
+                    (f_sums, f_jk), (s_sums, s_jk) = (kernels.row_sums(m[None], table, jackknife) for m in (first, second))
+                sums, deltas = np.concatenate([f_sums, s_sums]), np.concatenate([f_jk, s_jk])
             out.append((block_pairs, sums[0].copy(), sums[1].copy(), deltas[0].copy(), deltas[1].copy()))
         return out
 

@@ -224,9 +224,10 @@ def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, 
 
     Positions whose first token is in partition ``spill`` (another group's) are skipped,
     with ``where`` -1. With a ``life`` buffer, each pair also gets ``life_of[d]`` for its position's distance d
-    to the document end ``dend`` (capped at the table's end).
+    to the document end ``dend`` (capped at the table's end). An empty ``first_row`` counts no first marginal.
     """
     cap = life_of.shape[0] - 1
+    count_first = first_row.shape[0] > 0
     for i in range(q, stop):
         x = tok[i]
         c = code[x]
@@ -242,14 +243,15 @@ def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, 
         if cap >= 0:
             life[at] = life_of[min(dend - i, cap)]
         xloc[at] = c & XLOC_MASK
-        first_row[x] += 1
+        if count_first:
+            first_row[x] += 1
         y = tok[i + off]
         ys[at] = y
         second_row[y] += 1
 
 
 @nb.njit(cache=True, inline="always")
-def _emit_follow(tok, q, stop, off, where, ys, first_row, second_row):
+def _emit_follow(tok, q, stop, off, where, ys, second_row):
     """Another slot's partners of positions q .. stop - 1, at the places the first slot took."""
     for i in range(q, stop):
         at = where[i - q]
@@ -263,12 +265,14 @@ def _emit_follow(tok, q, stop, off, where, ys, first_row, second_row):
 @nb.njit(cache=True, inline="always")
 def _emit_dropped(tok, q, stop, where, ys, sentinel, first_row):
     """Positions q .. stop - 1 have no partner at another slot's (larger) offset: its places get ``sentinel``
-    and its first marginal (which ``emit_pairs`` takes from the first slot's) loses them."""
+    and its first marginal (which ``emit_pairs`` takes from the first slot's; unless empty) loses them."""
+    count_first = first_row.shape[0] > 0
     for i in range(q, stop):
         at = where[i - q]
         if at >= 0:
             ys[at] = sentinel
-            first_row[tok[i]] -= 1
+            if count_first:
+                first_row[tok[i]] -= 1
 
 
 @nb.njit(cache=True)
@@ -306,7 +310,8 @@ def emit_pairs(
     no partner in its document). Reads are sequential and the writes go to one stream per
     partition, so little waits on memory. ``first[s, g]`` and ``second[s, g]`` count block
     g's first and partner tokens of slot s (the marginals; with ``add``, added to what they
-    hold). Blocks run in parallel, dealt to ``n_workers`` workers (``_deal_blocks``), each
+    hold); a ``first`` of no tokens (its last axis empty) counts no first marginal, for a
+    caller that has it from elsewhere (the rotation null's). Blocks run in parallel, dealt to ``n_workers`` workers (``_deal_blocks``), each
     into its own regions. Unless ``life_of`` is empty, ``life`` gets each pair's
     ``life_of[distance to its document's end]`` (see ``null_sweep_sums``).
 
@@ -352,7 +357,7 @@ def emit_pairs(
                                second[0, g], life, life_of, doc_ends[d], spill)
                     for s in range(1, n_slots):
                         if keep[s]:
-                            _emit_follow(tok, q, stop, off[s], where, ys[s], first[s, g], second[s, g])
+                            _emit_follow(tok, q, stop, off[s], where, ys[s], second[s, g])
                         else:
                             _emit_dropped(tok, q, stop, where, ys[s], sentinel, first[s, g])
                     q = stop
