@@ -387,8 +387,9 @@ class PairCounter:
             before, r = offsets[j - 1], offsets[j]
             if np.clip(self.stream.doc_lengths - before, 0, r - before).sum() * DROP_SUMS_RATIO >= sums[2, 2]:
                 break
-            block_pairs = block_pairs - kernels.drop_sums(self.tokens, self.doc_ends, self.block_starts, before, r,
-                                                          self.shift, rows, cols, table, tables, jackknife, sums, deltas)
+            block_pairs = block_pairs - kernels.drop_sums(
+                self.tokens, self.doc_ends, self.block_starts, before, r, self.shift, rows, cols, table, tables,
+                jackknife, sums, deltas)
         none = np.empty((0, 0), dtype=np.int32)
         with threads_for(self.stream.n_tokens, "dense_counts"):
             for i in range(j, len(offsets), NULL_BATCH):
@@ -470,16 +471,17 @@ class PairCounter:
         out = []
         for j, r in enumerate(offsets):
             before = offsets[j - 1] if j else r
-            step = (self.tokens, self.doc_ends, self.block_starts, before, r, self.shift, first, second)
+            no_table = np.empty((0, 0, 0), dtype=np.int32)
+            step = (self.tokens, self.doc_ends, self.block_starts, before, r, self.shift, first, second, no_table)
             dropped = np.clip(self.stream.doc_lengths - before, 0, r - before).sum()
             if j and dropped * DROP_SUMS_RATIO < self.vocab:
-                block_pairs = block_pairs - kernels.drop_sums(*step, np.empty((0, 0, 0), dtype=np.int32), table, jackknife,
-                                                              sums, deltas)
+                block_pairs = block_pairs - kernels.drop_sums(*step, table, jackknife, sums, deltas)
             else:
                 if j:
-                    block_pairs = block_pairs - kernels.drop_positions(*step, np.empty((0, 0, 0), dtype=np.int32))
+                    block_pairs = block_pairs - kernels.drop_positions(*step)
                 with threads_for(first.size, "row_sums"):  # each in place: a stacked copy is 2 x blocks x A
-                    (f_sums, f_jk), (s_sums, s_jk) = (kernels.row_sums(m[None], table, jackknife) for m in (first, second))
+                    (f_sums, f_jk), (s_sums, s_jk) = (kernels.row_sums(m[None], table, jackknife)
+                                                      for m in (first, second))
                 sums, deltas = np.concatenate([f_sums, s_sums]), np.concatenate([f_jk, s_jk])
             out.append((block_pairs, sums[0].copy(), sums[1].copy(), deltas[0].copy(), deltas[1].copy()))
         return out

@@ -311,9 +311,10 @@ def emit_pairs(
     partition, so little waits on memory. ``first[s, g]`` and ``second[s, g]`` count block
     g's first and partner tokens of slot s (the marginals; with ``add``, added to what they
     hold); a ``first`` of no tokens (its last axis empty) counts no first marginal, for a
-    caller that has it from elsewhere (the rotation null's). Blocks run in parallel, dealt to ``n_workers`` workers (``_deal_blocks``), each
-    into its own regions. Unless ``life_of`` is empty, ``life`` gets each pair's
-    ``life_of[distance to its document's end]`` (see ``null_sweep_sums``).
+    caller that has it from elsewhere (the rotation null's). Blocks run in parallel, dealt to
+    ``n_workers`` workers (``_deal_blocks``), each into its own regions. Unless ``life_of``
+    is empty, ``life`` gets each pair's ``life_of[distance to its document's end]`` (see
+    ``null_sweep_sums``).
 
     To count a group of partitions at a time, ``code`` sends the tokens outside the group
     to partition ``spill`` (-1 when every partition is counted), whose positions are
