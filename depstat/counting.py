@@ -468,10 +468,10 @@ class PairCounter:
         table = kernels.SUM_TABLES
         block_pairs = first.sum(axis=1, dtype=np.int64)
         sums = deltas = np.empty(0)  # row_sums fills them in at the first offset
+        no_table = np.empty((0, 0, 0), dtype=np.int32)
         out = []
         for j, r in enumerate(offsets):
             before = offsets[j - 1] if j else r
-            no_table = np.empty((0, 0, 0), dtype=np.int32)
             step = (self.tokens, self.doc_ends, self.block_starts, before, r, self.shift, first, second, no_table)
             dropped = np.clip(self.stream.doc_lengths - before, 0, r - before).sum()
             if j and dropped * DROP_SUMS_RATIO < self.vocab:

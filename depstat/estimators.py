@@ -115,7 +115,7 @@ def estimate(name: str, real: TableSums, nulls: dict[str, TableSums]) -> float |
     if name in BASE_ESTIMATORS:
         return base_mi(real, name)
     if name == "jackknife":
-        reps, used = block_replicates("plugin", real, {})
+        reps, used = block_replicates(name, real, nulls)  # the plug-in's, one level
         g = used.sum(axis=-1)
         out = g * base_mi(real, "plugin") - (g - 1) * _mean_over(reps, used)
         return float(out) if np.ndim(out) == 0 else out

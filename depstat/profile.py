@@ -198,20 +198,20 @@ def mi_profile(
 
 
 def _rows(
-    stream: TokenStream, batch: list[int], estimator: str, sums: dict[tuple[str, int], est.TableSums],
+    stream: TokenStream, offsets: list[int], estimator: str, sums: dict[tuple[str, int], est.TableSums],
     partners: tuple[str, ...], interval: bool, confidence: float,
 ) -> list[dict]:
-    """The profile table's rows of offsets ``batch``: the estimates with their intervals,
+    """The profile table's rows of ``offsets``: the estimates with their intervals,
     the offsets' sums stacked so that the estimators take them at once."""
-    real = est.stacked([sums["real", r] for r in batch])
-    nulls = {m: est.stacked([sums[m, r] for r in batch]) for m in partners[1:]}
+    real = est.stacked([sums["real", r] for r in offsets])
+    nulls = {m: est.stacked([sums[m, r] for r in offsets]) for m in partners[1:]}
     points = est.estimate(estimator, real, nulls)
     if interval:
         se, lo, hi = est.jackknife_intervals(points, *est.block_replicates(estimator, real, nulls), confidence)
     else:
-        se = lo = hi = np.full(len(batch), np.nan)
+        se = lo = hi = np.full(len(offsets), np.nan)
     rows = []
-    for i, r in enumerate(batch):
+    for i, r in enumerate(offsets):
         n_pairs, n_docs = stream.pairs_at(r)
         rows.append({
             "granularity": stream.name, "offset": r, "mi_bits": float(points[i]), "ci_low": float(lo[i]),
