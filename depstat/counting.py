@@ -181,30 +181,38 @@ class PairCounter:
         return self.sums_at([r], (partner,), jackknife)[partner, r]
 
     def sums_at(
-        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
+        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True,
+        first_marginal: bool = True,
     ) -> dict[tuple[str, int], TableSums]:
         """Table sums for every (partner, offset)."""
         out = {}
-        for _, sums in self.sweep(offsets, partners, jackknife):
+        for _, sums in self.sweep(offsets, partners, jackknife, first_marginal):
             out.update(sums)
         return out
 
     def sweep(
-        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
+        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True,
+        first_marginal: bool = True,
     ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
         """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``.
 
-        The rotation null of every offset is counted before the first batch, in one sweep.
+        The rotation null of every offset is counted before the first batch, in one sweep, and
+        so is the real pairs' second marginal when the real pairs are the only process counted
+        offset by offset. Without ``first_marginal`` the partitioned kernel leaves the first
+        marginal's sums out (NaN), for an estimator in which they cancel
+        (``estimators.needs_first_marginal``).
         """
         offsets = sorted({int(r) for r in offsets})
         each = [p for p in partners if p != "rotate"]  # counted offset by offset
-        nulls = self._rotation_nulls(offsets, jackknife) if "rotate" in partners else {}
+        skip_first = not first_marginal and not self.dense
+        nulls = self._rotation_nulls(offsets, jackknife, skip_first) if "rotate" in partners else {}
+        seconds = self._real_seconds(offsets, jackknife) if each == ["real"] and not self.dense else {}
         for batch in self.batches(offsets, len(each)):
             out = {}
             if each and self.dense:
                 out.update(self._dense_batch(batch, each, jackknife))
             elif each:
-                out.update(self._partitioned_batch(batch, each, jackknife, nulls))
+                out.update(self._partitioned_batch(batch, each, jackknife, nulls, seconds, skip_first))
             out.update({("rotate", r): nulls[r] for r in batch if nulls})
             yield batch, out
 
@@ -301,12 +309,16 @@ class PairCounter:
 
     def _partitioned_batch(
         self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool, nulls: dict[int, TableSums],
+        seconds: dict[int, tuple[np.ndarray, ...]], skip_first: bool,
     ) -> dict[tuple[str, int], TableSums]:
         """Count every slot (offset, partner) of a batch in one partitioned pass per group of partitions.
 
         Every partner process at offset r has the same first positions, in the same blocks,
         as the rotation null: with the null's sums at r in ``nulls``, the first marginal's
-        sums and the block pairs are taken from them, and the first marginal is not counted.
+        sums are taken from them, and the first marginal is not counted; with ``skip_first``
+        it is not counted either, and its sums are NaN. With the real pairs' second
+        marginal's sums and block pairs at r in ``seconds`` (``_real_seconds``; real pairs
+        only), the second marginal is not counted either.
         """
         slots, slot_r, modes, seeds = slot_arrays(offsets, partners, self.seed)
         none = np.empty(0, dtype=np.uint8)
@@ -318,8 +330,10 @@ class PairCounter:
         most = max(places for *_, places in layouts)
         for i, (lo, hi, code, region, spill, places) in enumerate(layouts):
             xloc, ys, first, second = self._buffers(len(slots), places, most)
-            if nulls:  # the null has the first marginal: none is counted (A x blocks of writes a slot)
+            if nulls or skip_first:  # no first marginal is counted (A x blocks of writes a slot)
                 first = np.empty((len(slots), self.n_blocks, 0), dtype=first.dtype)
+            if seconds:  # nor the second: a random write a pair, out of L2 cache for 8 slots of a large A
+                second = np.empty((len(slots), self.n_blocks, 0), dtype=second.dtype)
             fill_end = np.empty_like(region)
             with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(
@@ -335,25 +349,55 @@ class PairCounter:
             joint, joint_jk = joint + part, joint_jk + part_jk  # cells of different first tokens add up
         with threads_for(second.size, "row_sums"):  # the groups' passes added up the marginals
             if nulls:
-                first_sums, first_jk, block_pairs = (
-                    np.array([getattr(nulls[r], name) for r, _, _ in slots]) for name in ("first", "first_jk", "block_pairs")
-                )
+                first_sums, first_jk = (np.array([getattr(nulls[r], name) for r, _, _ in slots])
+                                        for name in ("first", "first_jk"))
+            elif skip_first:
+                first_sums, first_jk = np.full(joint.shape, np.nan), np.full(joint_jk.shape, np.nan)
             else:
                 first_sums, first_jk = kernels.row_sums(first, table, jackknife)
-                block_pairs = first.sum(axis=2, dtype=np.int64)
-            second_sums, second_jk = kernels.row_sums(second, table, jackknife)
+            if seconds:
+                second_sums, second_jk, block_pairs = (np.array([seconds[r][k] for r, _, _ in slots]) for k in (0, 1, 2))
+            else:
+                second_sums, second_jk = kernels.row_sums(second, table, jackknife)
+                block_pairs = second.sum(axis=2, dtype=np.int64)
         return _by_slot(slots, joint, first_sums, second_sums, joint_jk, first_jk, second_jk, block_pairs)
 
-    def _rotation_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
+    def _real_seconds(self, offsets: list[int], jackknife: bool) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """The real pairs' second marginal (blocks x A) at every offset (ascending), counted
+        once and followed from offset to offset: ``row_sums``' ``(sums, deltas)`` and the
+        pairs in each block, at each offset.
+
+        Block g's partners at offset r are its positions' tokens r further on, so a larger
+        offset loses the first tokens of each document and, where a block cuts a document,
+        moves tokens over the cut (``kernels.partner_runs``). Where DROP_SUMS_RATIO x the
+        positions moved is under A, the sums follow the moves (``kernels.move_partners``);
+        otherwise they are taken again (``row_sums``).
+        """
+        table = kernels.SUM_TABLES
+        rows = np.zeros((self.n_blocks, self.vocab), dtype=np.int32)
+        sums, deltas = np.zeros(kernels.N_SUMS), np.zeros((self.n_blocks, kernels.N_SUMS))
+        out = {}
+        for j, r in enumerate(offsets):
+            runs = kernels.partner_runs(self.doc_ends, self.block_starts, offsets[j - 1] if j else -1, r)
+            follow = j > 0 and (runs[:, 2] - runs[:, 1]).sum() * DROP_SUMS_RATIO < self.vocab
+            kernels.move_partners(self.tokens, runs, rows, table, jackknife, follow, sums, deltas)
+            if not follow:
+                with threads_for(rows.size, "row_sums"):
+                    sums, deltas = (a[0] for a in kernels.row_sums(rows[None], table, jackknife))
+            out[r] = (sums.copy(), deltas.copy(), rows.sum(axis=1, dtype=np.int64))
+        return out
+
+    def _rotation_nulls(self, offsets: list[int], jackknife: bool, skip_first: bool = False) -> dict[int, TableSums]:
         """The rotation null's sums at every offset (ascending), counted once and then followed
-        through the pairs each larger offset drops (``_dense_nulls`` or ``_null_sweep``)."""
+        through the pairs each larger offset drops (``_dense_nulls`` or ``_null_sweep``, which
+        leaves out the first marginal's sums with ``skip_first``)."""
         if not offsets:
             return {}
         if self.dense:
             return self._dense_nulls(offsets, jackknife)
         out = {}
         for i in range(0, len(offsets), MAX_SWEEP):
-            out.update(self._null_sweep(offsets[i : i + MAX_SWEEP], jackknife))
+            out.update(self._null_sweep(offsets[i : i + MAX_SWEEP], jackknife, skip_first))
         return out
 
     def _dense_nulls(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
@@ -427,13 +471,14 @@ class PairCounter:
             )
         return xloc, ys, life, region, fill_end, first, second
 
-    def _null_sweep(self, offsets: list[int], jackknife: bool) -> dict[int, TableSums]:
+    def _null_sweep(self, offsets: list[int], jackknife: bool, skip_first: bool) -> dict[int, TableSums]:
         """``_rotation_nulls`` on partitions, for at most MAX_SWEEP ascending offsets.
 
         ``emit_pairs`` writes the null pairs of the first offset with each pair's life (how
         many of the offsets keep its position); ``null_sweep_sums`` counts them and follows
         the pairs dropped at document ends through the later offsets, group by group of
-        partitions; the marginals follow the same positions (``null_marginals``).
+        partitions; the marginals follow the same positions (``null_marginals``; the first
+        not with ``skip_first``: its sums are NaN).
         """
         table = kernels.SUM_TABLES
         joint, joint_jk = 0.0, 0.0
@@ -448,7 +493,8 @@ class PairCounter:
                 )
             joint, joint_jk = joint + part, joint_jk + part_jk
             del xloc, ys, life
-        marginals = self.null_marginals(offsets, first[0], second[0], jackknife)
+        first = np.empty((0, 0), dtype=first.dtype) if skip_first else first[0]
+        marginals = self.null_marginals(offsets, first, second[0], jackknife)
         return {
             r: TableSums(int(pairs.sum()), joint[j], f_sums, s_sums, joint_jk[j], f_jk, s_jk, pairs)
             for j, (r, (pairs, f_sums, s_sums, f_jk, s_jk)) in enumerate(zip(offsets, marginals))
@@ -458,7 +504,8 @@ class PairCounter:
         self, offsets: list[int], first: np.ndarray, second: np.ndarray, jackknife: bool,
     ) -> list[tuple[np.ndarray, ...]]:
         """The rotation null's marginals (blocks x A, at the first of the ascending ``offsets``;
-        changed in place) followed through the positions each later offset drops:
+        changed in place; an empty ``first`` is not followed and its sums are NaN) followed
+        through the positions each later offset drops:
         ``(block_pairs, first_sums, second_sums, first_jk, second_jk)`` at every offset.
 
         Where DROP_SUMS_RATIO x the positions dropped is under A, the sums follow the drops
@@ -466,7 +513,7 @@ class PairCounter:
         (``row_sums``, O(A x blocks)).
         """
         table = kernels.SUM_TABLES
-        block_pairs = first.sum(axis=1, dtype=np.int64)
+        block_pairs = second.sum(axis=1, dtype=np.int64)
         sums = deltas = np.empty(0)  # row_sums fills them in at the first offset
         no_table = np.empty((0, 0, 0), dtype=np.int32)
         out = []
@@ -479,9 +526,11 @@ class PairCounter:
             else:
                 if j:
                     block_pairs = block_pairs - kernels.drop_positions(*step)
-                with threads_for(first.size, "row_sums"):  # each in place: a stacked copy is 2 x blocks x A
-                    (f_sums, f_jk), (s_sums, s_jk) = (kernels.row_sums(m[None], table, jackknife)
-                                                      for m in (first, second))
+                with threads_for(second.size, "row_sums"):  # each in place: a stacked copy is 2 x blocks x A
+                    (f_sums, f_jk), (s_sums, s_jk) = (
+                        kernels.row_sums(m[None], table, jackknife) if m.size else
+                        (np.full((1, kernels.N_SUMS), np.nan), np.full((1, self.n_blocks, kernels.N_SUMS), np.nan))
+                        for m in (first, second))
                 sums, deltas = np.concatenate([f_sums, s_sums]), np.concatenate([f_jk, s_jk])
             out.append((block_pairs, sums[0].copy(), sums[1].copy(), deltas[0].copy(), deltas[1].copy()))
         return out

@@ -275,9 +275,11 @@ class DaskCounter:
         return [offsets[i : i + OFFSETS_PER_BATCH] for i in range(0, len(offsets), OFFSETS_PER_BATCH)]
 
     def sweep(
-        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
+        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True,
+        first_marginal: bool = True,
     ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
-        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``."""
+        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``. The
+        first marginal's sums come with the tables whatever ``first_marginal`` says."""
         for batch in self.batches(offsets, len(partners)):
             yield batch, self.sums_at(batch, partners, jackknife)
 

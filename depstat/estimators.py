@@ -82,10 +82,12 @@ class TableSums:
         )
 
 
-def _entropies(s: TableSums, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(H_first, H_second, H_joint) in nats for one base estimator (arrays for stacked sums)."""
+def _entropies(s: TableSums, kind: str, first: bool = True) -> tuple[np.ndarray, ...]:
+    """(H_first, H_second, H_joint) in nats for one base estimator (arrays for stacked sums);
+    without ``first``, H_first is NaN and its sums are not read."""
     n = np.asarray(s.n_pairs, dtype=float)
-    sums = (s.first, s.second, s.joint)
+    nan = np.full(np.shape(s.joint), np.nan)
+    sums = (s.first if first else nan, s.second, s.joint)
     if kind == "grassberger":
         return tuple(np.log(n) - t[..., 1] / n for t in sums)
     h = [np.log(n) - t[..., 0] / n for t in sums]
@@ -105,6 +107,19 @@ def base_mi(s: TableSums, kind: str) -> float | np.ndarray:
     return float(mi) if mi.ndim == 0 else mi
 
 
+def needs_first_marginal(name: str) -> bool:
+    """Whether the named estimator reads the first marginal's sums. A null-corrected one does
+    not: it is a difference of two tables over the same first positions (a null's partners
+    replace the real ones), in which H(first) cancels, so a counter may skip them."""
+    return name not in NULL_ESTIMATORS
+
+
+def _given_second(s: TableSums, kind: str) -> np.ndarray:
+    """H(first | second) = H(joint) - H(second) in nats by a base estimator: MI is H(first) less this."""
+    _, hy, hxy = _entropies(s, kind, first=False)
+    return hxy - hy
+
+
 def stacked(sums: Sequence[TableSums]) -> TableSums:
     """Several tables' sums stacked on a first axis, so that the estimators take them at once."""
     return TableSums(*(np.array([getattr(s, f.name) for s in sums]) for f in fields(TableSums)))
@@ -120,7 +135,10 @@ def estimate(name: str, real: TableSums, nulls: dict[str, TableSums]) -> float |
         out = g * base_mi(real, "plugin") - (g - 1) * _mean_over(reps, used)
         return float(out) if np.ndim(out) == 0 else out
     kind, null = NULL_ESTIMATORS[name]
-    return base_mi(real, kind) - base_mi(nulls[null], kind)
+    with np.errstate(divide="ignore", invalid="ignore"):  # H(first) cancels: its sums are not read
+        mi = (_given_second(nulls[null], kind) - _given_second(real, kind)) / LN2
+        mi = np.where(np.asarray(real.n_pairs) > 0, mi, np.nan)
+    return float(mi) if mi.ndim == 0 else mi
 
 
 def block_replicates(name: str, real: TableSums, nulls: dict[str, TableSums]) -> tuple[np.ndarray, np.ndarray]:

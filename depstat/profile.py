@@ -188,7 +188,8 @@ def mi_profile(
     sums: dict[tuple[str, int], est.TableSums] = {}
     with bar(desc=f"count {stream.name}", unit="offset", total=len(offsets)) as progress:
         progress.update(len(skipped))
-        for batch, batch_sums in clock.each(counting, counter.sweep(usable, partners, jackknife=deltas)):
+        for batch, batch_sums in clock.each(counting, counter.sweep(
+                usable, partners, jackknife=deltas, first_marginal=est.needs_first_marginal(estimator))):
             progress.update(len(batch))
             sums.update(batch_sums)
     with clock("estimate"):  # every offset at once: a few kilobytes of sums each
