@@ -8,15 +8,17 @@ BPE-32k at ``--tokens``), for one offset at a time (``--offsets``, real pairs):
   reads in position order;
 - the partitioned kernel's phases (BPE streams) for the real pairs, at one offset and at
   as many consecutive offsets in one pass as the counter takes (``PairCounter.batches``; per
-  pair-update): ``emit_pairs`` (pairs into first-token partitions, both marginals per
-  block), ``partition_sums`` with and without the jackknife deltas, and ``row_sums`` of
-  one marginal;
+  pair-update): ``emit_pairs`` (pairs into first-token partitions; no marginals, as a
+  default profile runs it), ``partition_sums`` with and without the jackknife deltas, and
+  ``row_sums`` of one per-block marginal;
 - the dense kernel (bytes) for the real pairs, with and without the jackknife;
-- the rotation null (the default estimator's second table), counted once for the speed
-  benchmark's 29 offsets: ``emit_pairs`` with each pair's life, ``null_sweep_sums`` with and
-  without the jackknife, and the marginals' updates (``PairCounter.null_marginals``; the
-  real pairs take their first marginal's sums from it), each per pair-update of the whole
-  profile (its time over the pairs of all 29 offsets), so the rows add to the real pairs' rows.
+- what a default profile counts once for the speed benchmark's 29 offsets, each per
+  pair-update of the whole profile (its time over the pairs of all 29 offsets), so these
+  rows add to the real pairs' rows: the rotation null (the default estimator's second
+  table): ``emit_pairs`` with each pair's life, ``null_sweep_sums`` with and without the
+  jackknife, its second marginal's updates (``PairCounter.null_marginals``; the default
+  estimator needs no first marginal); and the real pairs' second marginal followed from
+  offset to offset (``PairCounter._real_seconds``).
 
 Times are the best of ``--repeats`` calls, divided by the pairs at that offset.
 Run: ``python benchmarks/bench_phases.py [--tokens N] [--offsets R,S] [--repeats K]
@@ -81,7 +83,8 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
     for slot_r in (np.array([r]), np.array(counter.batches(range(r, r + SHORT_PASS_OFFSETS))[0])):
         k = len(slot_r)
         counter._kept = None
-        xloc, ys, first, second = counter._buffers(k, counter.tokens.shape[0])
+        # no marginals counted, as in a default profile
+        xloc, ys, first, second = counter._buffers(k, counter.tokens.shape[0], marginals=(False, False))
         fill_end = np.empty_like(counter.region)
         modes, seeds, none = np.zeros(k, dtype=np.int64), np.zeros(k, dtype=np.int64), np.empty(0, np.uint8)
 
@@ -99,7 +102,7 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
             )
 
         emit()
-        n = int(first.sum())
+        n = sum(counter.stream.pairs_at(int(r_s))[0] for r_s in slot_r)
         label = "real" if k == 1 else f"real, {k} offsets a pass"
         phases = [
             (f"emit_pairs, {label}", emit),
@@ -107,7 +110,11 @@ def partitioned_rows(counter: PairCounter, r: int, repeats: int) -> list[list[ob
             (f"partition_sums, {label}", count(False)),
         ]
         if k == 1:
-            phases.append(("row_sums of one marginal", lambda: kernels.row_sums(first[:1], kernels.SUM_TABLES, True)))
+            marginal = np.zeros((1, counter.n_blocks, counter.vocab), dtype=np.int32)
+            kernels.move_partners(counter.tokens, kernels.partner_runs(counter.doc_ends, counter.block_starts, -1, r),
+                                  marginal[0], kernels.SUM_TABLES, True, False, np.zeros(3),
+                                  np.zeros((counter.n_blocks, 3)))
+            phases.append(("row_sums of one marginal", lambda: kernels.row_sums(marginal, kernels.SUM_TABLES, True)))
         rows += [[name, "", best_seconds(call, repeats) * 1e9 / n] for name, call in phases]
     return rows
 
@@ -133,10 +140,10 @@ def dense_rows(counter: PairCounter, r: int, repeats: int) -> list[list[object]]
 
 def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[list[object]]:
     """ns per pair-update of the whole profile for the rotation null over ``offsets``: in all, and
-    (partitioned kernel) each phase of its sweep."""
+    (partitioned kernel) each phase of its sweep; and the real pairs' second marginal followed."""
     pairs = sum(counter.stream.pairs_at(r)[0] for r in offsets)
     whole = [["null: all offsets, with the jackknife", "",
-              best_seconds(lambda: counter._rotation_nulls(offsets, True), repeats) * 1e9 / pairs]]
+              best_seconds(lambda: counter._rotation_nulls(offsets, True, True), repeats) * 1e9 / pairs]]
     if counter.dense:
         return whole
     table = kernels.SUM_TABLES
@@ -151,14 +158,15 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
             jackknife, numba.get_num_threads(),
         )
 
-    def marginals() -> None:  # the real pairs take their first marginal's sums from here
-        counter.null_marginals(offsets, first[0].copy(), second[0].copy(), True)
+    def marginals() -> None:  # the second only: the default estimator needs no first marginal
+        counter.null_marginals(offsets, np.empty((0, 0), dtype=first.dtype), second[0].copy(), True)
 
     phases = [
         ("null: emit_pairs with life (fresh buffers), once", emit),
         ("null: null_sweep_sums, jackknife, once", sweep(True)),
         ("null: null_sweep_sums, once", sweep(False)),
-        ("null: marginals at every offset", marginals),
+        ("null: second marginal at every offset", marginals),
+        ("real: second marginal followed, every offset", lambda: counter._real_seconds(offsets, True)),
     ]
     return whole + [[name, "", best_seconds(call, repeats) * 1e9 / pairs] for name, call in phases]
 
@@ -187,7 +195,7 @@ def phase_table(stream: TokenStream, offsets: list[int], repeats: int, part_toke
                     numba.set_num_threads(threads)
                 for row in part:
                     label = "-" if counter.dense else f"{size} ({len(counter.widths)})"
-                    at = f"1..{profile_offsets[-1]}" if row[0].startswith("null") else r
+                    at = f"1..{profile_offsets[-1]}" if row[0].startswith(("null", "real: second")) else r
                     rows.append([row[0], at, label, n_threads, f"{float(row[2]):.2f}"])
     return format_table(["phase", "offset", "part_tokens (partitions)", "threads", "ns per pair"], rows)
 

@@ -289,19 +289,23 @@ class PairCounter:
         end = self.region[hi, 0] if hi < n_parts else self.tokens.shape[0]
         return code, self.region[lo:hi] - base, spill, end - base
 
-    def _buffers(self, n_slots: int, places: int, room: int | None = None) -> tuple[np.ndarray, ...]:
+    def _buffers(
+        self, n_slots: int, places: int, room: int | None = None, marginals: tuple[bool, bool] = (True, True),
+    ) -> tuple[np.ndarray, ...]:
         """The partitioned kernel's buffers (xloc, ys, first, second) for ``places`` pairs, C-contiguous,
-        in memory kept for the next batch and sized for ``room`` (default ``places``) pairs.
+        in memory kept for the next batch and sized for ``room`` (default ``places``) pairs; a
+        marginal not counted (``marginals``: first, second) gets blocks x 0 counts a slot.
 
         Fresh pages cost a fault and a zero-fill each, so every batch reuses them.
         """
         room = max(room or places, places)
-        if self._kept is None or self._kept[2].shape[0] != n_slots or self._kept[0].shape[0] < room:
+        shapes = [(n_slots, self.n_blocks, self.vocab if counted else 0) for counted in marginals]
+        kept = self._kept
+        if kept is None or [kept[2].shape, kept[3].shape] != shapes or kept[0].shape[0] < room:
             self._kept = None  # let the old buffers go first
             self._kept = (
                 np.empty(room, dtype=np.uint8), np.empty(n_slots * room, dtype=self.partner_dtype),
-                np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
-                np.empty((n_slots, self.n_blocks, self.vocab), dtype=np.int32),
+                *(np.empty(shape, dtype=np.int32) for shape in shapes),
             )
         xloc, ys, first, second = self._kept
         # a group's slice of a (slots, room) array would not be contiguous: another kernel signature
@@ -328,12 +332,12 @@ class PairCounter:
         joint, joint_jk = 0.0, 0.0
         layouts = [(lo, hi, *self.group_layout(lo, hi)) for lo, hi in self.groups(1 + len(slots) * width)]
         most = max(places for *_, places in layouts)
+        # The first marginal is not counted when the null has it or it is skipped (A x blocks of
+        # writes a slot), nor the second when it is followed (a random write a pair, out of L2
+        # cache for 8 slots of a large A).
+        marginals = (not (nulls or skip_first), not seconds)
         for i, (lo, hi, code, region, spill, places) in enumerate(layouts):
-            xloc, ys, first, second = self._buffers(len(slots), places, most)
-            if nulls or skip_first:  # no first marginal is counted (A x blocks of writes a slot)
-                first = np.empty((len(slots), self.n_blocks, 0), dtype=first.dtype)
-            if seconds:  # nor the second: a random write a pair, out of L2 cache for 8 slots of a large A
-                second = np.empty((len(slots), self.n_blocks, 0), dtype=second.dtype)
+            xloc, ys, first, second = self._buffers(len(slots), places, most, marginals)
             fill_end = np.empty_like(region)
             with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(
@@ -376,15 +380,17 @@ class PairCounter:
         table = kernels.SUM_TABLES
         rows = np.zeros((self.n_blocks, self.vocab), dtype=np.int32)
         sums, deltas = np.zeros(kernels.N_SUMS), np.zeros((self.n_blocks, kernels.N_SUMS))
+        block_pairs = np.zeros(self.n_blocks, dtype=np.int64)
         out = {}
         for j, r in enumerate(offsets):
             runs = kernels.partner_runs(self.doc_ends, self.block_starts, offsets[j - 1] if j else -1, r)
             follow = j > 0 and (runs[:, 2] - runs[:, 1]).sum() * DROP_SUMS_RATIO < self.vocab
-            kernels.move_partners(self.tokens, runs, rows, table, jackknife, follow, sums, deltas)
+            block_pairs = block_pairs + kernels.move_partners(self.tokens, runs, rows, table, jackknife, follow,
+                                                              sums, deltas)
             if not follow:
                 with threads_for(rows.size, "row_sums"):
                     sums, deltas = (a[0] for a in kernels.row_sums(rows[None], table, jackknife))
-            out[r] = (sums.copy(), deltas.copy(), rows.sum(axis=1, dtype=np.int64))
+            out[r] = (sums.copy(), deltas.copy(), block_pairs)
         return out
 
     def _rotation_nulls(self, offsets: list[int], jackknife: bool, skip_first: bool = False) -> dict[int, TableSums]:

@@ -458,7 +458,7 @@ def _pair_deltas(src, blk, a, b, total, seen, tables, jk):
     A cell with m of its t pairs in block g changes by f(t - m) - f(t) when g is deleted:
     the sum, over its k-th pair in the block (k = 1 .. m), of the change when a cell of
     t - k + 1 loses one, which one lookup gives. ``seen[y]`` keeps ``(block << 32) | k``
-    (-1 before the token's first pair; reset by the caller). No list of a block's cells and
+    (-1 before the token's first pair; the caller resets it with ``total``). No list of a block's cells and
     no branch where the block changes: the way for a rare token, with few pairs per block.
     """
     sentinel = total.shape[0] - 1
@@ -510,9 +510,7 @@ def _count_sorted(src, blk, a, b, total, seen, run, hit, touched, tables, jk, ja
     if not jackknife:
         return n_t
     if b - a < LISTED_PAIRS * jk.shape[0]:
-        _pair_deltas(src, blk, a, b, total, seen, tables, jk)
-        for j in range(n_t):
-            seen[touched[j]] = -1
+        _pair_deltas(src, blk, a, b, total, seen, tables, jk)  # the caller resets seen with total
         return n_t
     i = a
     while i < b:
@@ -593,6 +591,7 @@ def _partition_sums(
                     s0 += v0
                     s1 += v1
                 total[y] = 0
+                seen[y] = -1
             cells += n_t
         sums[s, 0] += s0
         sums[s, 1] += s1
@@ -747,6 +746,7 @@ def _sweep_token(src, blk, life, a, b, n_life, total, seen, run, order, touched,
             slot[cells[e]] = -1
     for j in range(n_t):
         total[touched[j]] = 0
+        seen[touched[j]] = -1
     return cb
 
 
@@ -942,11 +942,13 @@ def partner_runs(doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_
 def move_partners(
     tok: np.ndarray, runs: np.ndarray, rows: np.ndarray, tables: np.ndarray, jackknife: bool, follow: bool,
     sums: np.ndarray, deltas: np.ndarray,
-) -> None:
+) -> np.ndarray:
     """Add each run's tokens (``partner_runs``) to their block's row of ``rows`` (blocks x A)
-    with the run's sign. With ``follow``, ``sums`` and ``deltas`` (``row_sums``' of ``rows``)
-    follow: each column the runs touch has its part taken out before and put back after,
-    O(positions moved x blocks) against O(A x blocks) to take the sums again."""
+    with the run's sign; returns the change of each block's pairs. With ``follow``, ``sums``
+    and ``deltas`` (``row_sums``' of ``rows``) follow: each column the runs touch has its part
+    taken out before and put back after, O(positions moved x blocks) against O(A x blocks)
+    to take the sums again."""
+    change = np.zeros(rows.shape[0], dtype=np.int64)
     mark = np.zeros(rows.shape[1] if follow else 0, dtype=np.bool_)
     listed = np.empty(rows.shape[1] if follow else 0, dtype=np.int64)
     n_listed = 0
@@ -955,10 +957,12 @@ def move_partners(
             n_listed = _take_out(rows, tok[p], mark, listed, n_listed, tables, sums, deltas, jackknife)
     for i in range(runs.shape[0]):
         g, sign = runs[i, 0], runs[i, 3]
+        change[g] += sign * (runs[i, 2] - runs[i, 1])
         for p in range(runs[i, 1], runs[i, 2]):
             rows[g, tok[p]] += sign
     for i in range(n_listed):
         _column_sums(rows, listed[i], tables, 1.0, sums, deltas, jackknife)
+    return change
 
 
 @nb.njit(cache=True, inline="always")
@@ -993,7 +997,8 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
 
     ROW_COLUMNS columns at a time: their totals, then each block's row read in order, every
     column looked up whether the block holds it or not (none changes by 0: no branch, and
-    the block's deltas add up in registers). The columns are cut into N_CHUNKS fixed ranges
+    the block's deltas add up in registers; a plain lookup, with no test of the table's
+    end, when every total of the columns is in the tables). The columns are cut into N_CHUNKS fixed ranges
     run in parallel and added in order, so the result does not depend on the thread count.
     """
     n_rows, n_blocks, vocab = rows.shape
@@ -1020,14 +1025,25 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
                 sums[0] += s0
                 sums[1] += s1
                 sums[2] += occupied
+                in_tables = True  # every total, so every total less a block's count, is in the tables
+                for j in range(w):
+                    in_tables &= total[j] < tables.shape[1]
                 for g in range(n_blocks if jackknife else 0):
                     d0, d1, emptied = 0.0, 0.0, 0
-                    for j in range(w):
-                        m, t = rows[k, g, y0 + j], total[j]
-                        after0, after1 = _cell_sums(t - m, tables)
-                        d0 += after0 - before[0, j]
-                        d1 += after1 - before[1, j]
-                        emptied += (m == t) & (m > 0)
+                    row = rows[k, g, y0 : y0 + w]
+                    if in_tables:  # a plain lookup: no branch a cell
+                        for j in range(w):
+                            m, t = row[j], total[j]
+                            d0 += tables[0, t - m] - before[0, j]
+                            d1 += tables[1, t - m] - before[1, j]
+                            emptied += (m == t) & (m > 0)
+                    else:
+                        for j in range(w):
+                            m, t = row[j], total[j]
+                            after0, after1 = _cell_sums(t - m, tables)
+                            d0 += after0 - before[0, j]
+                            d1 += after1 - before[1, j]
+                            emptied += (m == t) & (m > 0)
                     deltas[g, 0] += d0
                     deltas[g, 1] += d1
                     deltas[g, 2] -= emptied

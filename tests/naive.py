@@ -89,6 +89,21 @@ def naive_sums(
     return TableSums(len(p), joint, first, second, jk[0], jk[1], jk[2], pairs)
 
 
+def second_marginal(tokens: np.ndarray, doc_lengths: np.ndarray, block_starts: np.ndarray, r: int, vocab: int) -> np.ndarray:
+    """Per-block counts (blocks x vocab) of the real pairs' partner tokens at offset r, by the block of the first position."""
+    p = pair_positions(doc_lengths, r)
+    out = np.zeros((len(block_starts) - 1, vocab), dtype=np.int64)
+    np.add.at(out, (np.searchsorted(block_starts, p, side="right") - 1, tokens[p + r]), 1)
+    return out
+
+
+def row_sums(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sums of the column totals of per-block rows (blocks x vocab), and their change when each block is deleted."""
+    total = rows.sum(axis=0)
+    sums = sums_of(total)
+    return sums, np.array([sums_of(total - row) - sums for row in rows])
+
+
 def plugin_mi_bits(x: np.ndarray, y: np.ndarray) -> float:
     """Plug-in MI (bits) from a dense joint histogram."""
     vx, vy = int(x.max()) + 1, int(y.max()) + 1

@@ -50,6 +50,27 @@ def test_miller_madow_and_grassberger_follow_their_formulas(small_stream: TokenS
     assert est.base_mi(s, "grassberger") == pytest.approx(want, abs=1e-12)
 
 
+@pytest.mark.parametrize("name", list(est.NULL_ESTIMATORS))
+def test_null_estimators_need_no_first_marginal(small_stream: TokenStream, name: str) -> None:
+    """A null-corrected estimate is the difference of the base estimator's MI on the real and
+    the null pairs, which share their first positions: counted without the first marginal
+    (NaN sums), it is the same, point and replicates; the base estimators do need it."""
+    kind, null = est.NULL_ESTIMATORS[name]
+    counter = PairCounter(small_stream, n_blocks=4, dense=False)
+    for first_marginal in (True, False):
+        sums = counter.sums_at([1, 7], ("real", null), first_marginal=first_marginal)
+        for r in (1, 7):
+            real, nulls = sums["real", r], {null: sums[null, r]}
+            full = counter.sums_at([r], ("real", null))
+            want = est.base_mi(full["real", r], kind) - est.base_mi(full[null, r], kind)
+            assert est.estimate(name, real, nulls) == pytest.approx(want, abs=1e-12)
+            reps = est.replicates(name, real, nulls)
+            npt.assert_allclose(reps, est.replicates(name, full["real", r], {null: full[null, r]}), atol=1e-12)
+            assert np.isfinite(reps).all()
+    assert not est.needs_first_marginal(name)
+    assert all(est.needs_first_marginal(base) for base in (*est.BASE_ESTIMATORS, "jackknife"))
+
+
 def test_jackknife_replicates_equal_estimates_without_each_block(small_stream: TokenStream) -> None:
     counter = PairCounter(small_stream, n_blocks=5)
     real, null = counter.sums(4), counter.sums(4, "rotate")

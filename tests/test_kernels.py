@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import numpy.testing as npt
 import pytest
@@ -177,15 +179,94 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
         npt.assert_array_equal(joint_jk[s], many[p, r].joint_jk)
 
 
+def assert_dealt_once_each_and_balanced(deal: np.ndarray, sizes: list[int]) -> list[int]:
+    """Every item in exactly one bin, each bin's items before its -1s, no bin over its share
+    plus the largest item (greedy on the largest first); returns the bins' loads."""
+    assert sorted(deal[deal >= 0]) == list(range(len(sizes)))
+    for row in deal:
+        assert (row[: (row >= 0).sum()] >= 0).all() and (row[(row >= 0).sum() :] < 0).all()
+    loads = [sum(sizes[g] for g in row if g >= 0) for row in deal]
+    assert max(loads) <= sum(sizes) / len(deal) + max(sizes)
+    return loads
+
+
+@settings(deadline=None)  # the first example compiles
 @given(st.lists(st.integers(1, 1000), min_size=1, max_size=30), st.integers(1, 8))
 def test_blocks_are_dealt_once_each_and_balanced(sizes: list[int], n_workers: int) -> None:
-    deal = kernels._deal_blocks(np.cumsum([0, *sizes]), n_workers)
-    dealt = deal[deal >= 0]
-    assert sorted(dealt) == list(range(len(sizes)))
-    for row in deal:  # each worker's blocks first, then -1
-        assert (row[: (row >= 0).sum()] >= 0).all()
-    loads = [sum(sizes[g] for g in row if g >= 0) for row in deal]
-    assert max(loads) <= sum(sizes) / n_workers + max(sizes)  # greedy on the largest first
+    assert_dealt_once_each_and_balanced(kernels._deal_blocks(np.cumsum([0, *sizes]), n_workers), sizes)
+
+
+@settings(deadline=None)
+@given(st.lists(st.integers(0, 5000), min_size=1, max_size=200), st.integers(1, 8))
+def test_partitions_are_dealt_to_fixed_chunks_then_to_workers(sizes: list[int], n_workers: int) -> None:
+    """Each partition in one chunk whatever the worker count (the chunks' sums are added in
+    chunk order), each chunk to one worker, both balanced by pairs."""
+    region = np.cumsum([0, *sizes[:-1]])[:, None]
+    fill_end = region + np.asarray(sizes)[:, None]
+    chunks, workers = kernels._deal_partitions(region, fill_end, n_workers)
+    assert chunks.shape[0] == kernels.N_CHUNKS
+    loads = assert_dealt_once_each_and_balanced(chunks, sizes)
+    assert_dealt_once_each_and_balanced(workers, loads)
+    npt.assert_array_equal(chunks, kernels._deal_partitions(region, fill_end, 1)[0])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    stream=streams(max_len=60),
+    offsets=st.lists(st.integers(1, 50), min_size=1, max_size=8, unique=True),
+    n_blocks=st.integers(1, 5),
+    follow=st.booleans(),
+)
+def test_partner_moves_follow_the_second_marginal(
+    stream: TokenStream, offsets: list[int], n_blocks: int, follow: bool,
+) -> None:
+    """The real pairs' per-block second marginal moved from no pairs to each ascending offset
+    in turn (``partner_runs``, ``move_partners``; blocks of whole documents or cutting them)
+    equals its twin, and its sums, followed through the moves or taken again, equal the
+    twin's."""
+    block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
+    doc_ends = np.cumsum(stream.doc_lengths)
+    tokens = stream.tokens.astype(np.int32)
+    rows = np.zeros((len(block_starts) - 1, stream.vocab_size), dtype=np.int32)
+    sums, deltas = np.zeros(3), np.zeros((len(rows), 3))
+    before, pairs = -1, np.zeros(len(rows), dtype=np.int64)
+    for j, r in enumerate(sorted(offsets)):
+        runs = kernels.partner_runs(doc_ends, block_starts, before, r)
+        pairs = pairs + kernels.move_partners(tokens, runs, rows, kernels.SUM_TABLES, True, follow and j > 0,
+                                              sums, deltas)
+        want = naive.second_marginal(stream.tokens, stream.doc_lengths, block_starts, r, stream.vocab_size)
+        npt.assert_array_equal(rows, want)
+        npt.assert_array_equal(pairs, want.sum(axis=1))
+        if not (follow and j > 0):
+            sums, deltas = (a[0] for a in kernels.row_sums(rows[None], kernels.SUM_TABLES, True))
+        want_sums, want_deltas = naive.row_sums(want)
+        npt.assert_allclose(sums, want_sums, rtol=1e-10, atol=1e-8)
+        npt.assert_allclose(deltas, want_deltas, rtol=1e-10, atol=1e-8)
+        before = r
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    stream=streams(max_len=60),
+    offsets=st.lists(st.integers(1, 50), min_size=1, max_size=6, unique=True),
+    dense=st.booleans(),
+    partners=st.sampled_from([("real", "rotate"), ("real", "iid"), ("real",)]),
+)
+def test_first_marginal_left_out_changes_nothing_else(
+    stream: TokenStream, offsets: list[int], dense: bool, partners: tuple[str, ...],
+) -> None:
+    """``first_marginal=False``: the partitioned kernel's first marginal sums are NaN (not a
+    wrong number), every other sum as with them; dense tables keep theirs."""
+    counter = PairCounter(stream, n_blocks=3, dense=dense)
+    full = counter.sums_at(offsets, partners)
+    lean = counter.sums_at(offsets, partners, first_marginal=False)
+    for key, got in lean.items():
+        want = full[key]
+        if dense:
+            assert_sums_equal(got, want)
+            continue
+        assert np.isnan(got.first).all() and np.isnan(got.first_jk).all()
+        assert_sums_equal(replace(got, first=want.first, first_jk=want.first_jk), want)
 
 
 def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray, ...]:
