@@ -150,7 +150,7 @@ def null_rows(counter: PairCounter, offsets: list[int], repeats: int) -> list[li
     xloc, ys, life, region, fill_end, first, second = counter.emit_null(offsets)
 
     def emit() -> None:
-        counter.emit_null(offsets)  # with fresh buffers, as a profile runs it
+        counter.emit_null(offsets, first_marginal=False)  # with fresh buffers, as a default profile runs it
 
     def sweep(jackknife: bool) -> Callable[[], object]:
         return lambda: kernels.null_sweep_sums(

@@ -456,11 +456,13 @@ class PairCounter:
 
     def emit_null(
         self, offsets: list[int], group: tuple[int, int] | None = None, marginals: tuple[np.ndarray, ...] | None = None,
+        first_marginal: bool = True,
     ) -> tuple[np.ndarray, ...]:
         """The rotation null's pairs at the first of ``offsets`` (ascending) in fresh partition
         buffers, each with its life, for the partitions of ``group`` (all by default):
         ``(xloc, ys, life, region, fill_end, first, second)``. The group's marginals are added
-        to ``marginals`` (first, second) when given."""
+        to ``marginals`` (first, second) when given; without ``first_marginal`` a fresh
+        ``first`` counts nothing (blocks x 0)."""
         code, region, spill, places = self.group_layout(*(group or (0, len(self.widths))))
         # life of a position d tokens before its document's end: the offsets r < d
         life_of = np.searchsorted(np.asarray(offsets), np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
@@ -468,7 +470,8 @@ class PairCounter:
         ys = np.empty((1, places), dtype=self.tokens.dtype)
         fill_end = np.empty_like(region)
         add = marginals is not None
-        first, second = marginals if add else (np.empty((1, self.n_blocks, self.vocab), dtype=np.int32) for _ in "ab")
+        first, second = marginals if add else (
+            np.empty((1, self.n_blocks, self.vocab if counted else 0), dtype=np.int32) for counted in (first_marginal, True))
         with threads_for(self.tokens.shape[0], "emit_pairs"):
             kernels.emit_pairs(
                 self.tokens, code, self.doc_ends, self.block_starts, region, np.array(offsets[:1]),
@@ -491,7 +494,7 @@ class PairCounter:
         first = second = None
         for lo, hi in self.groups(2 + self.tokens.dtype.itemsize):
             xloc, ys, life, region, fill_end, first, second = self.emit_null(
-                offsets, (lo, hi), None if first is None else (first, second))
+                offsets, (lo, hi), None if first is None else (first, second), not skip_first)
             with threads_for(xloc.shape[0], "null_sweep_sums"):
                 part, part_jk = kernels.null_sweep_sums(
                     xloc, ys, life, region, fill_end, self.widths[lo:hi], self.vocab, len(offsets), table,

@@ -1130,7 +1130,10 @@ def dense_table_sums(
         for x in range(vocab):
             _add_sums(first[s], rows[x], tables, 1.0)
             _add_sums(second[s], cols[x], tables, 1.0)
-        occupied = np.flatnonzero(total)  # the blocks' deltas need only these cells
+        occupied = np.flatnonzero(total)  # the blocks' deltas need only these cells,
+        held = total[occupied] < tables.shape[1]  # first those whose every lookup is in the tables
+        occupied = np.concatenate((occupied[held], occupied[~held]))
+        n_held = np.count_nonzero(held)
         n_occ = occupied.shape[0]
         before = np.empty((n_occ, 2))
         for k in range(n_occ):
@@ -1139,7 +1142,13 @@ def dense_table_sums(
         for g in range(n_blocks if jackknife else 0):
             part = counts[g, s].ravel()
             d0, d1, emptied = 0.0, 0.0, 0
-            for k in range(n_occ):  # a cell the block misses (m = 0) adds 0: no branch
+            for k in range(n_held):  # a cell the block misses (m = 0) adds 0: no branch, a plain lookup
+                cell = occupied[k]
+                m, t = part[cell], total[cell]
+                d0 += tables[0, t - m] - before[k, 0]
+                d1 += tables[1, t - m] - before[k, 1]
+                emptied += m == t
+            for k in range(n_held, n_occ):
                 cell = occupied[k]
                 m, t = part[cell], total[cell]
                 after0, after1 = _cell_sums(t - m, tables)
