@@ -224,7 +224,8 @@ def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, 
 
     Positions whose first token is in partition ``spill`` (another group's) are skipped,
     with ``where`` -1. With a ``life`` buffer, each pair also gets ``life_of[d]`` for its position's distance d
-    to the document end ``dend`` (capped at the table's end). An empty ``first_row`` counts no first marginal.
+    to the document end ``dend`` (capped at the table's end). An empty ``first_row`` or ``second_row``
+    counts no such marginal.
     """
     cap = life_of.shape[0] - 1
     count_first = first_row.shape[0] > 0
@@ -336,8 +337,9 @@ def emit_pairs(
     no partner in its document). Reads are sequential and the writes go to one stream per
     partition, so little waits on memory. ``first[s, g]`` and ``second[s, g]`` count block
     g's first and partner tokens of slot s (the marginals; with ``add``, added to what they
-    hold); a ``first`` of no tokens (its last axis empty) counts no first marginal, for a
-    caller that has it from elsewhere (the rotation null's). Blocks run in parallel, dealt to
+    hold); a ``first`` or ``second`` of no tokens (its last axis empty) counts no such
+    marginal, for a caller that has it from elsewhere (the rotation null's first, the second
+    followed from offset to offset) or does not need it. Blocks run in parallel, dealt to
     ``n_workers`` workers (``_deal_blocks``), each into its own regions. Unless ``life_of``
     is empty, ``life`` gets each pair's ``life_of[distance to its document's end]`` (see
     ``null_sweep_sums``).
@@ -458,8 +460,9 @@ def _pair_deltas(src, blk, a, b, total, seen, tables, jk):
     A cell with m of its t pairs in block g changes by f(t - m) - f(t) when g is deleted:
     the sum, over its k-th pair in the block (k = 1 .. m), of the change when a cell of
     t - k + 1 loses one, which one lookup gives. ``seen[y]`` keeps ``(block << 32) | k``
-    (-1 before the token's first pair; the caller resets it with ``total``). No list of a block's cells and
-    no branch where the block changes: the way for a rare token, with few pairs per block.
+    (-1 before the token's first pair; the caller resets it with ``total``). No list of a
+    block's cells and no branch where the block changes: the way for a rare token, with few
+    pairs per block.
     """
     sentinel = total.shape[0] - 1
     for i in range(a, b):
@@ -851,9 +854,9 @@ def drop_sums(
     sums: np.ndarray, deltas: np.ndarray,
 ) -> np.ndarray:
     """``drop_positions`` (it returns what that returns), following the sums of what it
-    changes: ``sums[m]`` and ``deltas[m]`` are ``row_sums``' of the first (m = 0) and second
-    (m = 1) marginal (the first unless it is empty) and, unless ``table`` (blocks x A x A, C-contiguous) is empty, the
-    joint sums of ``dense_table_sums`` (m = 2).
+    changes: ``sums[m]`` and ``deltas[m]`` are ``row_sums``' of the first (m = 0, unless it
+    is empty) and second (m = 1) marginal and, unless ``table`` (blocks x A x A,
+    C-contiguous) is empty, the joint sums of ``dense_table_sums`` (m = 2).
 
     Each column (marginal) or cell (table) a dropped position touches has its part taken
     out before the drops and put back after: O(dropped positions x blocks) against

@@ -396,13 +396,13 @@ def test_counts_beyond_the_sum_tables_match_naive() -> None:
 
 def test_offsets_are_batched_to_fit_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(0)
-    small = PairCounter(TokenStream("s", rng.integers(0, 64, 5000), [5000], 256))
+    small = PairCounter(TokenStream("s", rng.integers(0, 200, 5000), [5000], 256))
     large = PairCounter(TokenStream("l", rng.integers(0, 8000, 50_000), [50_000], 8000))
     offsets = list(range(1, 30))
-    assert small.dense and small.vocab == 64
+    assert small.dense and small.vocab == 200
     cut = small.batches(reversed(offsets), 2)
     assert [r for b in cut for r in b] == offsets and len(cut) > 1
-    assert max(len(b) for b in cut) * 2 * 64 * 64 * 4 <= counting.DENSE_BATCH_BYTES
+    assert max(len(b) for b in cut) * 2 * 200 * 200 * 4 <= counting.DENSE_BATCH_BYTES
     assert max(len(b) for b in cut) - min(len(b) for b in cut) <= 1  # no batch of one offset at the end
     for short_bytes, pass_size in ((1 << 30, counting.SHORT_PASS_OFFSETS), (1000, counting.OFFSETS_PER_PASS)):
         monkeypatch.setattr(counting, "SHORT_PASS_BYTES", short_bytes)  # the partitioned kernel shares a pass
