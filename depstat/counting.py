@@ -34,8 +34,8 @@ PART_TOKENS = 1 << 17
 MAX_PARTS = 1024  # partitions are made larger on long streams to keep the write streams few
 DENSE_MAX_VOCAB = 256
 # Dense tables of one batch of offsets (4 bytes a cell), sized to stay in a core's L2 cache
-# (2 MiB here). In draft timings at 1M bytes of text (29 offsets), 1 MiB (batches of 15
-# slots) was about 5% faster than 256 KiB (4 slots), and alike at 10M.
+# (1 MiB here). In draft timings at 1M bytes of text (29 offsets), 1 MiB (batches of 15
+# slots, 864 KiB of tables) was about 5% faster than 256 KiB (4 slots), and alike at 10M.
 DENSE_BATCH_BYTES = 1 << 20
 # Offsets of the rotation null whose dense tables are summed together (in parallel).
 NULL_BATCH = 4
