@@ -366,7 +366,7 @@ def test_grouped_counting_compiles_no_kernel_of_its_own() -> None:
     rng = np.random.default_rng(3)
     stream = TokenStream("z", np.minimum(rng.zipf(1.3, 20_000), 600) - 1, [5000] * 4, 600)
     names = ("emit_pairs", "partition_sums", "null_sweep_sums", "row_sums", "drop_positions", "drop_sums",
-             "relabel")
+             "relabel", "partner_runs", "move_partners")
     PairCounter(stream, part_tokens=500).sums_at([1, 2, 3, 5, 9], ("real", "rotate"))
     before = {name: len(getattr(kernels, name).signatures) for name in names}
     grouped = PairCounter(stream, part_tokens=500, pair_memory=20_000)
