@@ -47,7 +47,9 @@ class TableSums:
 
     ``joint``, ``first``, ``second`` hold (sum n ln n, sum n G(n), occupied cells) of the
     joint table and the two marginals; ``*_jk[g]`` the change of each when block g is
-    deleted; ``block_pairs[g]`` the pairs in block g.
+    deleted; ``block_pairs[g]`` the pairs in block g. ``first`` and ``first_jk`` are NaN
+    where the counter skipped the first marginal (``first_marginal=False``; see
+    ``needs_first_marginal``).
     """
 
     n_pairs: int | np.ndarray  # an array for stacked sums (``deleted_each``)
