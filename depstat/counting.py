@@ -525,7 +525,8 @@ class PairCounter:
         """
         table = kernels.SUM_TABLES
         block_pairs = second.sum(axis=1, dtype=np.int64)
-        sums = deltas = np.empty(0)  # row_sums fills them in at the first offset
+        sums = np.full((2, kernels.N_SUMS), np.nan)  # row_sums fills them in at the first offset
+        deltas = np.full((2, self.n_blocks, kernels.N_SUMS), np.nan)
         no_table = np.empty((0, 0, 0), dtype=np.int32)
         out = []
         for j, r in enumerate(offsets):
@@ -538,11 +539,10 @@ class PairCounter:
                 if j:
                     block_pairs = block_pairs - kernels.drop_positions(*step)
                 with threads_for(second.size, "row_sums"):  # each in place: a stacked copy is 2 x blocks x A
-                    (f_sums, f_jk), (s_sums, s_jk) = (
-                        kernels.row_sums(m[None], table, jackknife) if m.size else
-                        (np.full((1, kernels.N_SUMS), np.nan), np.full((1, self.n_blocks, kernels.N_SUMS), np.nan))
-                        for m in (first, second))
-                sums, deltas = np.concatenate([f_sums, s_sums]), np.concatenate([f_jk, s_jk])
+                    for m, marginal in enumerate((first, second)):
+                        if marginal.size:  # an empty first stays NaN
+                            m_sums, m_deltas = kernels.row_sums(marginal[None], table, jackknife)
+                            sums[m], deltas[m] = m_sums[0], m_deltas[0]
             out.append((block_pairs, sums[0].copy(), sums[1].copy(), deltas[0].copy(), deltas[1].copy()))
         return out
 

@@ -84,18 +84,15 @@ class TableSums:
         )
 
 
-def _entropies(s: TableSums, kind: str, first: bool = True) -> tuple[np.ndarray, ...]:
-    """(H_first, H_second, H_joint) in nats for one base estimator (arrays for stacked sums);
-    without ``first``, H_first is NaN and its sums are not read."""
+def _entropy(s: TableSums, table: str, kind: str) -> np.ndarray:
+    """Entropy in nats of one of the sums' tables (``first``, ``second``, ``joint``) by a base
+    estimator (an array for stacked sums)."""
     n = np.asarray(s.n_pairs, dtype=float)
-    nan = np.full(np.shape(s.joint), np.nan)
-    sums = (s.first if first else nan, s.second, s.joint)
+    t = getattr(s, table)
     if kind == "grassberger":
-        return tuple(np.log(n) - t[..., 1] / n for t in sums)
-    h = [np.log(n) - t[..., 0] / n for t in sums]
-    if kind == "miller-madow":
-        h = [hi + (t[..., 2] - 1.0) / (2.0 * n) for hi, t in zip(h, sums)]
-    return tuple(h)
+        return np.log(n) - t[..., 1] / n
+    h = np.log(n) - t[..., 0] / n
+    return h + (t[..., 2] - 1.0) / (2.0 * n) if kind == "miller-madow" else h
 
 
 def base_mi(s: TableSums, kind: str) -> float | np.ndarray:
@@ -104,7 +101,7 @@ def base_mi(s: TableSums, kind: str) -> float | np.ndarray:
     Stacked sums (``deleted_each``) give one value per row; a table without pairs gives NaN.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        hx, hy, hxy = _entropies(s, kind)
+        hx, hy, hxy = (_entropy(s, table, kind) for table in ("first", "second", "joint"))
         mi = np.where(np.asarray(s.n_pairs) > 0, (hx + hy - hxy) / LN2, np.nan)
     return float(mi) if mi.ndim == 0 else mi
 
@@ -118,8 +115,7 @@ def needs_first_marginal(name: str) -> bool:
 
 def _given_second(s: TableSums, kind: str) -> np.ndarray:
     """H(first | second) = H(joint) - H(second) in nats by a base estimator: MI is H(first) less this."""
-    _, hy, hxy = _entropies(s, kind, first=False)
-    return hxy - hy
+    return _entropy(s, "joint", kind) - _entropy(s, "second", kind)
 
 
 def stacked(sums: Sequence[TableSums]) -> TableSums:
