@@ -7,9 +7,9 @@ For each batch of offsets:
 1. a task per shard counts the pairs whose first position lies in the shard, one table per
    slot (``tables.shard_tables``), and cuts each table into first-token ranges holding
    about equal numbers of positions;
-2. a task per (slot, range) merges that range's pieces block by block, then takes its sums
-   and jackknife deltas in one pass over the blocks' tables sorted by key together
-   (``tables.range_sums``): its memory is about 1/ranges of one offset's tables;
+2. a task per (slot, range) takes that range's sums and jackknife deltas from its pieces of
+   every shard, first token by first token, in dense arrays (``tables.range_sums``): its
+   memory is about 1/ranges of one offset's tables;
 3. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
    travel back to the client.
 
@@ -286,7 +286,7 @@ class DaskCounter:
     def sums_at(
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
     ) -> dict[tuple[str, int], TableSums]:
-        """Table sums for every (partner, offset), from per-shard tables merged per block."""
+        """Table sums for every (partner, offset), from per-shard tables summed per first-token range."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
         spec = [(int(r), int(m), int(s)) for r, m, s in zip(slot_r, slot_mode, slot_seed)]
         vocab = int(self.stream.vocab_size)
@@ -336,7 +336,7 @@ def _count_shard(
 ) -> list[list[CountTable]]:
     """Worker task: the tables of one shard, per slot and first-token range (memory-mapped stream)."""
     tokens = np.load(path, mmap_mode="r")
-    return [split(t, key_edges) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)]
+    return [split(t, key_edges, vocab) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)]
 
 
 def _piece(shard: list[list[CountTable]], slot: int, part: int) -> CountTable:
@@ -348,7 +348,7 @@ def _range_task(
     shard_block: np.ndarray, n_blocks: int, vocab: int, jackknife: bool, slot: int | None,
     *pieces: CountTable | list[list[CountTable]],
 ) -> PartialSums:
-    """Worker task: one first-token range of one slot, merged block by block, as partial sums.
+    """Worker task: one first-token range of one slot, from its pieces of every shard, as partial sums.
 
     ``pieces`` are that range's table of every shard, or with ``slot`` given (one range only)
     the shards' whole results, from which the slot's table is taken.

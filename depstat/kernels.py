@@ -7,7 +7,7 @@ V x V tables per jackknife block (``dense_counts``, ``dense_table_sums``). Large
 table: the pairs are written, in position order, into partitions of first tokens
 (``emit_pairs``), and each partition's tokens have their partners counted in a dense array
 of length V that is summed and reset (``partition_sums``); memory is O(N + V). The Dask
-engine's ``range_tables`` emits a shard's sorted count tables instead.
+engine's ``range_tables`` emits a shard's count tables instead.
 
 For each table the kernels return three sums, from which all estimators are built:
 ``sum n ln n`` (plug-in), ``sum n G(n)`` (Grassberger 2003) and the number of occupied
@@ -42,6 +42,8 @@ TABLE_SIZE = 1 << 16
 N_CHUNKS = 64  # fixed work split: results do not depend on the thread count
 ROTATE_RUN_BITS = 12  # the rotation null jumps by a random 0..4095 every 4096 positions
 ROTATE_SEED = 0x5EED
+DENSE_RANGE_CELLS = 1 << 16  # vocabularies up to 256: a shard's pairs counted in a dense V x V table
+SHARD_PART = 1 << 16  # positions of a partition of first tokens in range_tables: its grouping stays in cache
 
 
 def _grassberger_table(size: int) -> np.ndarray:
@@ -1195,132 +1197,219 @@ def count_deltas(totals: np.ndarray, parts: np.ndarray, tables: np.ndarray) -> n
     return out
 
 
-@nb.njit(cache=True)
-def merged_sums(
-    keys: np.ndarray, counts: np.ndarray, blocks: np.ndarray, n_blocks: int, vocab: int, tables: np.ndarray,
-    jackknife: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Sums of one table given as pieces, in one pass: ``keys`` (``x * vocab + y``) sorted, with
-    equal keys in block order, each entry ``counts`` pairs of jackknife block ``blocks``.
+@nb.njit(cache=True, inline="always")
+def _piece_marginals(keys, counts, a, b, vocab, first, second):
+    """Add one piece's counts of first and second tokens; its keys are grouped by x, so x needs no division."""
+    if a == b:
+        return
+    x = keys[a] // vocab
+    base = x * vocab
+    for j in range(a, b):
+        while keys[j] >= base + vocab:
+            x += 1
+            base += vocab
+        first[x] += counts[j]
+        second[keys[j] - base] += counts[j]
 
-    Each cell's total is its entries' sum; each block's part of it, its run of entries, gives
-    the delete-one-block change at once. Returns ``(joint, joint_jk, first, second)``, the
-    last two the per-block counts of first and second tokens (n_blocks x vocab).
+
+@nb.njit(cache=True)
+def piece_sums(
+    keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, piece_block: np.ndarray, n_blocks: int,
+    vocab: int, tables: np.ndarray, jackknife: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sums of one table given as pieces: piece i is ``keys/counts[piece_starts[i]:piece_starts[i + 1]]``,
+    pairs of jackknife block ``piece_block[i]`` (pieces in block order), its keys ``x * vocab + y``
+    grouped by first token x in ascending order, each cell once.
+
+    First token by first token, every piece's run of x is counted into a dense array of
+    totals; a second pass, block by block, gives each block's part of its cells and so the
+    delete-one-block change. No sort and no merged table. Returns ``(joint, joint_jk, first,
+    second)``, the last two the per-block counts of first and second tokens (n_blocks x vocab).
     """
     joint = np.zeros(N_SUMS)
     joint_jk = np.zeros((n_blocks, N_SUMS))
     first = np.zeros((n_blocks, vocab), dtype=np.int64)
     second = np.zeros((n_blocks, vocab), dtype=np.int64)
-    n = keys.shape[0]
-    i = 0
-    while i < n:
-        key = keys[i]
-        t = 0
-        j = i
-        while j < n and keys[j] == key:
-            t += counts[j]
-            j += 1
-        x, y = key // vocab, key % vocab
-        _add_sums(joint, t, tables, 1.0)
-        while i < j:  # the cell's runs of one block
-            g = blocks[i]
-            m = 0
-            while i < j and blocks[i] == g:
-                m += counts[i]
+    n_pieces = piece_block.shape[0]
+    cur = piece_starts[:-1].copy()
+    stop = piece_starts[:-1].copy()
+    x_lo, x_hi = vocab, 0
+    for i in range(n_pieces):
+        if piece_starts[i + 1] > piece_starts[i]:
+            x_lo = min(x_lo, keys[piece_starts[i]] // vocab)
+            x_hi = max(x_hi, keys[piece_starts[i + 1] - 1] // vocab + 1)
+    for i in range(n_pieces):  # the marginals, a piece at a time: one block's rows stay in cache
+        _piece_marginals(keys, counts, piece_starts[i], piece_starts[i + 1], vocab, first[piece_block[i]],
+                         second[piece_block[i]])
+    total = np.zeros(vocab, dtype=np.int64)
+    part = np.zeros(vocab, dtype=np.int64)
+    cells = np.empty(vocab, dtype=np.int64)
+    in_block = np.empty(vocab, dtype=np.int64)
+    for x in range(x_lo, x_hi):
+        base, end = x * vocab, (x + 1) * vocab
+        n_cells = 0
+        for i in range(n_pieces):
+            j, last = cur[i], piece_starts[i + 1]
+            while j < last and keys[j] < end:
+                y = keys[j] - base
+                c = counts[j]
+                cells[n_cells] = y  # kept only if new: no branch to mispredict
+                n_cells += total[y] == 0
+                total[y] += c
+                j += 1
+            stop[i] = j
+        i = 0
+        while jackknife and i < n_pieces:  # the pieces of one block, then that block's deltas
+            g = piece_block[i]
+            n_in = 0
+            while i < n_pieces and piece_block[i] == g:
+                for j in range(cur[i], stop[i]):
+                    y = keys[j] - base
+                    in_block[n_in] = y
+                    n_in += part[y] == 0
+                    part[y] += counts[j]
                 i += 1
-            first[g, x] += m
-            second[g, y] += m
-            if jackknife:
-                _add_delta(joint_jk[g], t, m, tables)
+            d0, d1, emptied = 0.0, 0.0, 0
+            for k in range(n_in):
+                y = in_block[k]
+                m = part[y]
+                part[y] = 0
+                t = total[y]
+                after0, after1 = _cell_sums(t - m, tables)
+                before0, before1 = _cell_sums(t, tables)
+                d0 += after0 - before0
+                d1 += after1 - before1
+                emptied += m == t
+            joint_jk[g, 0] += d0
+            joint_jk[g, 1] += d1
+            joint_jk[g, 2] -= emptied
+        s0, s1 = 0.0, 0.0
+        for k in range(n_cells):
+            y = cells[k]
+            v0, v1 = _cell_sums(total[y], tables)
+            s0 += v0
+            s1 += v1
+            total[y] = 0
+        joint[0] += s0
+        joint[1] += s1
+        joint[2] += n_cells
+        for i in range(n_pieces):
+            cur[i] = stop[i]
     return joint, joint_jk, first, second
 
 
-@nb.njit(cache=True, inline="always")
-def _sort_small(a: np.ndarray, n: int) -> None:
-    """Sort a[:n] in place: insertion sort for the short runs most token groups give."""
-    if n > 32:
-        a[:n].sort()
-        return
-    for i in range(1, n):
-        v = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > v:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = v
-
-
-@nb.njit(cache=True, inline="always")
-def _grow(a: np.ndarray, used: int, size: int) -> np.ndarray:
-    """A larger copy of a[:used]."""
-    out = np.empty(size, dtype=a.dtype)
-    out[:used] = a[:used]
-    return out
+@nb.njit(cache=True)
+def dense_range_tables(
+    tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
+    slot_mode: np.ndarray, slot_seed: np.ndarray, shift: int, vocab: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``range_tables`` for a small vocabulary: each slot's pairs counted in one dense V x V
+    table, whose occupied cells are then read out in key order."""
+    n = tok.shape[0]
+    n_slots = slot_r.shape[0]
+    cells = np.zeros(vocab * vocab, dtype=np.int64)
+    keys = np.empty(n_slots * min(hi - lo, vocab * vocab), dtype=np.int64)
+    counts = np.empty(keys.shape[0], dtype=np.int64)
+    bounds = np.zeros(n_slots + 1, dtype=np.int64)
+    m = 0
+    for s in range(n_slots):
+        r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
+        a = lo
+        for d in range(doc_ends.shape[0]):  # the positions with a partner r on in their document
+            for p in range(a, min(hi, doc_ends[d] - r)):
+                base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
+                cells[np.int64(tok[p]) * vocab + tok[_partner(p, base, r, mode, n, seed)]] += 1
+            a = max(a, doc_ends[d])
+        for c in range(vocab * vocab):
+            if cells[c] > 0:
+                keys[m] = c
+                counts[m] = cells[c]
+                cells[c] = 0
+                m += 1
+        bounds[s + 1] = m
+    return keys[:m], counts[:m], bounds
 
 
 @nb.njit(cache=True)
 def range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
-    slot_mode: np.ndarray, slot_seed: np.ndarray, shift: int, vocab: int,
+    slot_mode: np.ndarray, slot_seed: np.ndarray, shift: int, vocab: int, part: int = SHARD_PART,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pair tables of the positions lo:hi for every slot: sorted keys ``x * vocab + y`` and counts.
+    """Pair tables of the positions lo:hi for every slot: keys ``x * vocab + y`` grouped by first
+    token x in ascending order, each cell once, with its count.
 
-    ``doc_ends`` are the ends of the documents overlapping the range. The positions are
-    grouped by first token once (a counting sort); for each slot, each group's partners
-    are counted in a dense array and emitted in token order, so the keys come out sorted
-    without a global sort. Slot s's table is ``keys[bounds[s]:bounds[s+1]]``.
+    ``doc_ends`` are the ends of the documents overlapping the range. For each slot the
+    pairs are read in position order and written to partitions of first tokens of about
+    ``part`` positions each; each partition is then grouped by first token (a counting
+    sort that stays in cache whatever the shard's size) and each group's partners counted in
+    a dense array, emitted in the order first seen (``piece_sums`` needs no order within a
+    first token). Slot s's table is ``keys[bounds[s]:bounds[s+1]]``.
     """
     n = tok.shape[0]
     size = hi - lo
-    room = np.empty(size, dtype=np.int64)
-    d = 0
-    for i in range(size):
-        while doc_ends[d] <= lo + i:
-            d += 1
-        room[i] = doc_ends[d] - (lo + i) - 1
     starts = np.zeros(vocab + 1, dtype=np.int64)
-    for i in range(size):
-        starts[tok[lo + i] + 1] += 1
+    for p in range(lo, hi):
+        starts[tok[p] + 1] += 1
     for v in range(vocab):
         starts[v + 1] += starts[v]
-    fill = starts[:-1].copy()
-    order = np.empty(size, dtype=np.int64)
-    for i in range(size):
-        v = tok[lo + i]
-        order[fill[v]] = i
-        fill[v] += 1
-    n_slots = slot_r.shape[0]
-    keys = np.empty(max(size, 1), dtype=np.int64)  # grown by doubling: memory ~ the tables' size
-    counts = np.empty(max(size, 1), dtype=np.int64)
-    bounds = np.zeros(n_slots + 1, dtype=np.int64)
+    part_of = np.empty(vocab, dtype=np.int64)
+    x_edges = np.empty(vocab + 1, dtype=np.int64)
+    n_parts, x_edges[0] = 0, 0
+    for x in range(vocab):
+        if x > x_edges[n_parts] and starts[x + 1] - starts[x_edges[n_parts]] > part:
+            n_parts += 1
+            x_edges[n_parts] = x
+        part_of[x] = n_parts
+    n_parts += 1
+    x_edges[n_parts] = vocab
+    widest = 0
+    for q in range(n_parts):
+        widest = max(widest, starts[x_edges[q + 1]] - starts[x_edges[q]])
+    pairs = np.empty(size, dtype=np.int64)  # (x << 32) | y, by partition
+    grouped = np.empty(widest, dtype=np.int64)  # one partition's partners, by first token
+    at = np.zeros(vocab + 1, dtype=np.int64)
     cnt = np.zeros(vocab, dtype=np.int64)
     touched = np.empty(vocab, dtype=np.int64)
+    n_slots = slot_r.shape[0]
+    keys = np.empty(n_slots * size, dtype=np.int64)  # room for every pair: only the pages written are resident
+    counts = np.empty(n_slots * size, dtype=np.int64)
+    bounds = np.zeros(n_slots + 1, dtype=np.int64)
     m = 0
     for s in range(n_slots):
         r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
-        for x in range(vocab):
-            n_t = 0
-            for k in range(starts[x], starts[x + 1]):
-                i = order[k]
-                if room[i] < r:
-                    continue
-                p = lo + i
+        fill = np.empty(n_parts, dtype=np.int64)
+        for q in range(n_parts):
+            fill[q] = starts[x_edges[q]]
+        a = lo
+        for d in range(doc_ends.shape[0]):  # the positions with a partner r on in their document
+            for p in range(a, min(hi, doc_ends[d] - r)):
                 base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
-                y = tok[_partner(p, base, r, mode, n, seed)]
-                if cnt[y] == 0:
-                    touched[n_t] = y
-                    n_t += 1
-                cnt[y] += 1
-            _sort_small(touched, n_t)
-            if m + n_t > keys.shape[0]:
-                grown = max(2 * keys.shape[0], m + n_t)
-                keys = _grow(keys, m, grown)
-                counts = _grow(counts, m, grown)
-            for j in range(n_t):
-                y = touched[j]
-                keys[m] = x * vocab + y
-                counts[m] = cnt[y]
-                cnt[y] = 0
-                m += 1
+                x = np.int64(tok[p])
+                q = part_of[x]
+                pairs[fill[q]] = (x << 32) | np.int64(tok[_partner(p, base, r, mode, n, seed)])
+                fill[q] += 1
+            a = max(a, doc_ends[d])
+        for q in range(n_parts):
+            xa, xb = x_edges[q], x_edges[q + 1]
+            p0, p1 = starts[xa], fill[q]
+            for k in range(p0, p1):
+                at[(pairs[k] >> 32) - xa + 1] += 1
+            for j in range(xb - xa):
+                at[j + 1] += at[j]
+            for k in range(p0, p1):
+                j = (pairs[k] >> 32) - xa
+                grouped[at[j]] = pairs[k] & 0xFFFFFFFF
+                at[j] += 1
+            g0 = 0
+            for j in range(xb - xa):  # at[j] is now the end of first token xa + j's group
+                n_t = _count_cells(grouped, g0, at[j], cnt, touched, 0)
+                for t in range(n_t):
+                    y = touched[t]
+                    keys[m] = (xa + j) * vocab + y
+                    counts[m] = cnt[y]
+                    cnt[y] = 0
+                    m += 1
+                g0 = at[j]
+            at[: xb - xa + 1] = 0
         bounds[s + 1] = m
-    return keys[:m].copy(), counts[:m].copy(), bounds
+    return keys[:m], counts[:m], bounds

@@ -1,10 +1,10 @@
 """Count tables of token pairs that add up across shards: the distributed engine's unit of work.
 
 A table holds one slot's pairs (one offset, one partner process) from a range of positions,
-as sorted int64 keys ``x * V + y`` with their counts. Tables of shards merge by adding
-counts; from the merged tables of each jackknife block, ``range_sums`` (per first-token range)
-and ``combine`` give the same ``TableSums`` that the in-memory kernels compute, so every
-estimator applies unchanged. Memory is that of the tables: at most one entry per distinct pair in each block.
+as int64 keys ``x * V + y`` grouped by first token x, with their counts. Tables of shards add
+up cell by cell; from the tables of all shards, ``range_sums`` (per first-token range) and
+``combine`` give the same ``TableSums`` that the in-memory kernels compute, so every
+estimator applies unchanged. Memory is that of the tables: at most one entry per distinct pair in each shard.
 """
 
 from __future__ import annotations
@@ -20,38 +20,31 @@ from depstat.estimators import TableSums
 
 @dataclass(frozen=True)
 class CountTable:
-    """Pair counts of one slot: sorted unique ``keys = x * vocab + y`` and their ``counts``."""
+    """Pair counts of one slot: ``keys = x * vocab + y`` (grouped by x, ascending; each cell once) and ``counts``."""
 
     keys: np.ndarray
     counts: np.ndarray
 
 
-def merge(tables: Sequence[CountTable]) -> CountTable:
-    """One table with the counts of all of them added cell by cell."""
-    if len(tables) == 1:
-        return tables[0]
-    keys = np.concatenate([t.keys for t in tables]) if tables else np.zeros(0, np.int64)
-    counts = np.concatenate([t.counts for t in tables]) if tables else np.zeros(0, np.int64)
-    order = np.argsort(keys, kind="stable")
-    keys, counts = keys[order], counts[order]
-    if keys.size == 0:
-        return CountTable(keys, counts)
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return CountTable(keys[starts], np.add.reduceat(counts, starts))
-
-
 def shard_tables(
     tokens: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slots: Sequence[tuple[int, int, int]],
-    shift: int, vocab: int,
+    shift: int, vocab: int, part: int | None = None,
 ) -> list[CountTable]:
     """Tables of the pairs whose first position lies in ``lo:hi``, one per slot (r, mode, seed).
 
     ``tokens`` is the whole stream (typically memory-mapped: only this range and its partners
-    are read); ``doc_ends`` are the end positions of the documents overlapping the range.
+    are read); ``doc_ends`` are the end positions of the documents overlapping the range;
+    by default a vocabulary of up to 256 is counted in a dense table, a larger one in
+    partitions of first tokens of SHARD_PART positions; ``part`` asks for partitions of that
+    many positions whatever the vocabulary (kernels.range_tables).
     """
     tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
     r, mode, seed = (np.array([slot[i] for slot in slots], dtype=np.int64) for i in range(3))
-    keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r, mode, seed, shift, vocab)
+    if part is None and vocab * vocab <= kernels.DENSE_RANGE_CELLS:
+        keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, shift, vocab)
+    else:
+        part = kernels.SHARD_PART if part is None else part
+        keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r, mode, seed, shift, vocab, part)
     return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
@@ -70,9 +63,9 @@ class PartialSums:
     second_counts: np.ndarray
 
 
-def split(table: CountTable, key_edges: np.ndarray) -> list[CountTable]:
-    """The table cut at sorted key boundaries (``key_edges`` from 0 to vocab^2)."""
-    cuts = np.searchsorted(table.keys, key_edges)
+def split(table: CountTable, key_edges: np.ndarray, vocab: int) -> list[CountTable]:
+    """The table cut into first-token ranges: ``key_edges`` are ``x * vocab`` boundaries from 0 to vocab^2."""
+    cuts = np.searchsorted(table.keys // vocab, key_edges // vocab)  # grouped by x: x is sorted, y is not
     return [CountTable(table.keys[a:b], table.counts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
@@ -81,20 +74,19 @@ def range_sums(
 ) -> PartialSums:
     """Sums and delete-one-block deltas of one first-token range, from its pieces of every shard.
 
-    The pieces (each from a shard of jackknife block ``piece_blocks[i]``) are merged block by
-    block, so a cell counted in many shards is held once per block; the blocks' tables are
-    then sorted by key together, stably, so equal keys keep block order, and one pass
-    (``kernels.merged_sums``) adds each cell's counts and takes the sums and deltas: no
-    total table is built and no total is looked up.
+    The pieces (each from a shard of jackknife block ``piece_blocks[i]``) are put in block
+    order and taken first token by first token (``kernels.piece_sums``): each cell's total is
+    counted in a dense array and each block's part of it in another, so no table is merged,
+    sorted or looked up.
     """
     sums_tables = kernels.SUM_TABLES
-    blocks = [merge([p for p, b in zip(pieces, piece_blocks) if b == g]) for g in range(n_blocks)]
-    keys = np.concatenate([t.keys for t in blocks])
-    counts = np.concatenate([t.counts for t in blocks])
-    block_of = np.repeat(np.arange(n_blocks, dtype=np.int64), [len(t.keys) for t in blocks])
-    by_key = np.argsort(keys, kind="stable")
-    joint, joint_jk, first_blocks, second_blocks = kernels.merged_sums(
-        keys[by_key], counts[by_key], block_of[by_key], n_blocks, vocab, sums_tables, jackknife,
+    order = np.argsort(np.asarray(piece_blocks, dtype=np.int64), kind="stable")
+    keys = np.concatenate([pieces[i].keys for i in order]) if len(order) else np.zeros(0, np.int64)
+    counts = np.concatenate([pieces[i].counts for i in order]) if len(order) else np.zeros(0, np.int64)
+    starts = np.r_[0, np.cumsum([len(pieces[i].keys) for i in order])].astype(np.int64)
+    blocks = np.asarray(piece_blocks, dtype=np.int64)[order]
+    joint, joint_jk, first_blocks, second_blocks = kernels.piece_sums(
+        keys, counts, starts, blocks, n_blocks, vocab, sums_tables, jackknife,
     )
     first = first_blocks.sum(axis=0)
     first_jk = np.zeros((n_blocks, kernels.N_SUMS))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from depstat import kernels
 from depstat.counting import PARTNER_MODES, jackknife_blocks, partner_seed
 from depstat.distributed import shards
-from depstat.tables import CountTable, combine, merge, range_sums, shard_tables, split
+from depstat.tables import combine, range_sums, shard_tables, split
 from tests import naive
 from tests.test_kernels import assert_sums_equal, streams
 
@@ -22,9 +22,10 @@ from tests.test_kernels import assert_sums_equal, streams
     partner=st.sampled_from(["real", "rotate", "iid"]),
     n_blocks=st.integers(2, 5),
     shard_size=st.integers(1, 60),
+    part=st.one_of(st.none(), st.integers(1, 40)),
 )
-def test_sharded_tables_merged_per_block_match_naive(stream, r, partner, n_blocks, shard_size) -> None:
-    """Shards of any size, merged per block, give the sums and deltas of a direct recount."""
+def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_blocks, shard_size, part) -> None:
+    """Shards of any size, in any order, give the sums and deltas of a direct recount."""
     block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
     bounds = shards(stream.doc_lengths, block_starts, shard_size)
     assert set(block_starts) <= set(bounds)
@@ -36,7 +37,7 @@ def test_sharded_tables_merged_per_block_match_naive(stream, r, partner, n_block
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         g = np.searchsorted(block_starts, lo, side="right") - 1
         assert hi <= block_starts[g + 1]  # a shard never straddles a block
-        pieces += shard_tables(stream.tokens, lo, hi, ends, [slot], shift, stream.vocab_size)
+        pieces += shard_tables(stream.tokens, lo, hi, ends, [slot], shift, stream.vocab_size, part)
         piece_blocks.append(g)
     order = np.random.default_rng(shard_size).permutation(len(pieces))  # pieces arrive in any order
     pieces, piece_blocks = [pieces[i] for i in order], [piece_blocks[i] for i in order]
@@ -47,7 +48,7 @@ def test_sharded_tables_merged_per_block_match_naive(stream, r, partner, n_block
     assert_sums_equal(combine([whole]), want)
     # The same from first-token ranges counted apart (as Dask tasks do) and combined.
     edges = np.unique(np.r_[0, np.sort(np.random.default_rng(r).integers(0, v + 1, 3)), v]) * v
-    cut = [split(p, edges) for p in pieces]
+    cut = [split(p, edges, v) for p in pieces]
     parts = [range_sums([c[q] for c in cut], piece_blocks, n_blocks, v) for q in range(len(edges) - 1)]
     assert_sums_equal(combine(parts), want)
     point = range_sums(pieces, piece_blocks, n_blocks, v, jackknife=False)  # point only: no deltas
@@ -55,17 +56,30 @@ def test_sharded_tables_merged_per_block_match_naive(stream, r, partner, n_block
     assert not point.joint_jk.any() and not point.first_jk.any()
 
 
-@settings(max_examples=100, deadline=None)
-@given(parts=st.lists(st.lists(st.integers(0, 50), max_size=30), max_size=5))
-def test_merge_adds_counts_cell_by_cell(parts: list[list[int]]) -> None:
-    def table_of(keys: list[int]) -> CountTable:
-        uniq, counts = np.unique(np.asarray(keys, dtype=np.int64), return_counts=True)
-        return CountTable(uniq, counts.astype(np.int64))
-
-    got = merge([table_of(p) for p in parts])
-    want = table_of([k for p in parts for k in p])
-    npt.assert_array_equal(got.keys, want.keys)
-    npt.assert_array_equal(got.counts, want.counts)
+@settings(max_examples=80, deadline=None)
+@given(
+    stream=streams(),
+    r=st.integers(1, 45),
+    partner=st.sampled_from(["real", "rotate", "iid"]),
+    cut=st.tuples(st.floats(0, 1), st.floats(0, 1)),
+    part=st.one_of(st.none(), st.integers(1, 80)),
+)
+def test_shard_table_holds_each_cell_once_grouped_by_first_token(stream, r, partner, cut, part) -> None:
+    """A shard's table against np.unique of its pairs, counted in a dense table (part None)
+    or in partitions of any size: same cells and counts, x ascending."""
+    ends = np.cumsum(stream.doc_lengths)
+    lo, hi = sorted(int(c * stream.n_tokens) for c in cut)
+    shift, seed, v = max(stream.n_tokens // 2, 1), partner_seed(5, r), stream.vocab_size
+    (table,) = shard_tables(stream.tokens, lo, hi, ends, [(r, PARTNER_MODES[partner], seed)], shift, v, part)
+    p = naive.pair_positions(stream.doc_lengths, r)
+    p = p[(p >= lo) & (p < hi)]
+    y = stream.tokens[naive.partner_positions(p, r, partner, shift, stream.n_tokens, seed)]
+    want_keys, want_counts = np.unique(stream.tokens[p].astype(np.int64) * v + y, return_counts=True)
+    x = table.keys // v
+    assert np.all(np.diff(x) >= 0)
+    order = np.argsort(table.keys)
+    npt.assert_array_equal(table.keys[order], want_keys)
+    npt.assert_array_equal(table.counts[order], want_counts)
 
 
 @settings(max_examples=100, deadline=None)
@@ -93,16 +107,16 @@ def test_shards_cut_at_document_ends_inside_blocks() -> None:
 
 
 def test_many_slots_at_once_equal_one_at_a_time() -> None:
-    """Twelve slots outgrow the first output buffer (one entry per position), which then grows."""
+    """Twelve slots counted together in dense tables equal each counted alone in partitions of 7 positions."""
     rng = np.random.default_rng(7)
     lengths = rng.integers(1, 300, 40)
     tok = rng.integers(0, 50, int(lengths.sum())).astype(np.uint8)
     ends = np.cumsum(lengths)
     slots = [(r, mode, partner_seed(0, r)) for r in (1, 2, 5, 30, 100, 250) for mode in (0, 1)]
     lo, hi = int(ends[3]), int(ends[30])
-    together = shard_tables(tok, lo, hi, ends, slots, len(tok) // 2, 50)
-    assert sum(len(t.keys) for t in together) > hi - lo
+    together = shard_tables(tok, lo, hi, ends, slots, len(tok) // 2, 50)  # one dense table a slot
     for slot, got in zip(slots, together):
-        (want,) = shard_tables(tok, lo, hi, ends, [slot], len(tok) // 2, 50)
-        npt.assert_array_equal(got.keys, want.keys)
-        npt.assert_array_equal(got.counts, want.counts)
+        (want,) = shard_tables(tok, lo, hi, ends, [slot], len(tok) // 2, 50, part=7)
+        order = np.argsort(want.keys)  # partitions list a first token's partners as first seen
+        npt.assert_array_equal(got.keys, want.keys[order])
+        npt.assert_array_equal(got.counts, want.counts[order])
