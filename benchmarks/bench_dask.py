@@ -16,7 +16,12 @@ memory-maps, as it does its relabelled copy, and caps its pair buffers; with ``w
 the documents go to the workers a shard at a time and the client only memory-maps the
 stream file they write.
 
-Run: ``python benchmarks/bench_dask.py [--tokens N] [--workers W] [--client-mb M]``.
+Dask runs once for each ``--shards-per-block`` (default 1 and 4): with one shard per
+jackknife block there is nothing to merge; with more, the costs include merging each
+block's shard tables, as at 10^11 tokens, where a block holds about a thousand
+4M-position shards (here shards are far smaller, and hold more table entries per pair).
+
+Run: ``python benchmarks/bench_dask.py [--tokens N] [--workers W] [--client-mb M] [--shards-per-block 1,4]``.
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ def entries_per_pair(stream: TokenStream) -> str:
 
 
 def task_seconds(stream_log: list[dict]) -> dict[str, float]:
-    """Worker-seconds of compute per task kind (shard, piece, range, combine)."""
+    """Worker-seconds of compute per task kind (shard, piece, block, range, combine)."""
     out: dict[str, float] = defaultdict(float)
     for task in stream_log:
         key = task["key"][0] if isinstance(task["key"], tuple) else task["key"]
@@ -137,6 +142,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=2_000_000, help="tokens per stream (default 2M)")
     parser.add_argument("--workers", type=int, default=2, help="LocalCluster worker processes")
     parser.add_argument("--client-mb", type=float, default=20, help="text profiled for the client memory")
+    parser.add_argument("--shards-per-block", type=lambda v: [int(x) for x in v.split(",")], default=[1, 4],
+                        help="shards of each jackknife block, one Dask run each (default 1,4: with 4, each "
+                             "block's tables are merged)")
     args = parser.parse_args()
     print(machine_line())
     docs, source = english_documents(FORTUNES_DIR, GCIDE)
@@ -151,38 +159,42 @@ def main() -> None:
             start = time.perf_counter()
             local, _ = mi_profile(stream, offsets)
             t_local = time.perf_counter() - start
-            def counter(s, n_blocks, seed):
-                return DaskCounter(s, client, n_blocks, seed, shared_dir=tmp)
+            for per_block in args.shards_per_block:
+                def counter(s, n_blocks, seed, per_block=per_block):
+                    shard = -(-s.n_tokens // (n_blocks * per_block))
+                    return DaskCounter(s, client, n_blocks, seed, shard_tokens=shard, shared_dir=tmp)
 
-            mi_profile(stream, offsets[:2], counter=counter)  # compile on the workers too
-            with get_task_stream(client) as ts:
-                start = time.perf_counter()
-                dask, _ = mi_profile(stream, offsets, counter=counter)
-                t_dask = time.perf_counter() - start
-            split = task_seconds(ts.data)
-            d_mi = float(np.max(np.abs(dask["mi_bits"].to_numpy() - local["mi_bits"].to_numpy())))
-            d_se = float(np.max(np.abs(dask["se"].to_numpy() - local["se"].to_numpy())))
-            rows.append([
-                f"{stream.name} ({stream.n_tokens:,} tokens)", f"{t_local:.1f}", f"{t_dask:.1f}",
-                f"{t_dask / t_local:.1f}x", f"{d_mi:.1e}", f"{d_se:.1e}",
-            ])
-            cost_rows.append([
-                stream.name,
-                f"{split.get('shard', 0):.1f}",
-                f"{split.get('range', 0) + split.get('combine', 0):.1f}",
-                f"{1e9 * split.get('shard', 0) / (pairs * 2):.1f}",
-                f"{1e9 * (split.get('range', 0) + split.get('combine', 0)) / (pairs * 2):.1f}",
-                entries_per_pair(stream),
-                note,
-            ])
+                mi_profile(stream, offsets[:2], counter=counter)  # compile on the workers too
+                with get_task_stream(client) as ts:
+                    start = time.perf_counter()
+                    dask, _ = mi_profile(stream, offsets, counter=counter)
+                    t_dask = time.perf_counter() - start
+                split = task_seconds(ts.data)
+                merging = sum(split.get(kind, 0) for kind in ("piece", "block", "range", "combine"))
+                d_mi = float(np.max(np.abs(dask["mi_bits"].to_numpy() - local["mi_bits"].to_numpy())))
+                d_se = float(np.max(np.abs(dask["se"].to_numpy() - local["se"].to_numpy())))
+                rows.append([
+                    f"{stream.name} ({stream.n_tokens:,} tokens)", f"{per_block}", f"{t_local:.1f}", f"{t_dask:.1f}",
+                    f"{t_dask / t_local:.1f}x", f"{d_mi:.1e}", f"{d_se:.1e}",
+                ])
+                cost_rows.append([
+                    stream.name,
+                    f"{per_block}",
+                    f"{split.get('shard', 0):.1f}",
+                    f"{merging:.1f}",
+                    f"{1e9 * split.get('shard', 0) / (pairs * 2):.1f}",
+                    f"{1e9 * merging / (pairs * 2):.1f}",
+                    entries_per_pair(stream) if per_block == args.shards_per_block[0] else "",
+                    note if per_block == args.shards_per_block[0] else "",
+                ])
         rss = client.run(peak_rss_mib)
     print(f"\n{len(offsets)} offsets up to {MAX_OFFSET}, default estimator with interval; "
           f"Dask: LocalCluster, {args.workers} worker processes x 1 thread")
     print(format_table(
-        ["stream", "local s", "dask s", "dask/local", "max |dMI| bits", "max |dSE| bits"], rows))
+        ["stream", "shards a block", "local s", "dask s", "dask/local", "max |dMI| bits", "max |dSE| bits"], rows))
     print("\nworker-seconds by task kind, and per pair-update (real + rotation pairs)")
     print(format_table(
-        ["stream", "count shards s", "merge + sums s", "count ns/pair", "merge + sums ns/pair",
+        ["stream", "shards a block", "count shards s", "merge + sums s", "count ns/pair", "merge + sums ns/pair",
          "table entries/pair at r=1,64,2048", "text"],
         cost_rows))
     print("\nworker peak RSS (MiB): " + ", ".join(f"{v:.0f}" for v in rss.values()))

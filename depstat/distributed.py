@@ -7,10 +7,12 @@ For each batch of offsets:
 1. a task per shard counts the pairs whose first position lies in the shard, one table per
    slot (``tables.shard_tables``), and cuts each table into first-token ranges holding
    about equal numbers of positions;
-2. a task per (slot, range) takes that range's sums and jackknife deltas from its pieces of
-   every shard, first token by first token, in dense arrays (``tables.range_sums``): its
-   memory is about 1/ranges of one offset's tables;
-3. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
+2. the pieces of each block's shards are merged into one table per (slot, range, block), by
+   a tree of tasks of at most MERGE_FAN_IN pieces (``tables.merge``);
+3. a task per (slot, range) takes that range's sums and jackknife deltas from its table of
+   every block, first token by first token, in dense arrays (``tables.range_sums``): its
+   memory is about 1/ranges of one offset's per-block tables;
+4. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
    travel back to the client.
 
 Shards never straddle a block, tasks are pure, and integer counts are added before any
@@ -49,13 +51,14 @@ from depstat.estimators import TableSums
 from depstat.granularity import encode_shard, encode_stream, vocab_size_of
 from depstat.progress import bar
 from depstat.stream import TokenStream, token_dtype
-from depstat.tables import CountTable, PartialSums, combine, range_sums, shard_tables, split
+from depstat.tables import CountTable, PartialSums, combine, merge, range_sums, shard_tables, split
 
 SHARD_TOKENS = 1 << 22  # positions per shard task
 ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
 RANGE_TOKENS = 1 << 24  # one first-token range per this many tokens (each range costs tasks)
 MAX_KEY_RANGES = 16
+MERGE_FAN_IN = 32  # tables merged by one task: bounds a merge task's memory
 
 
 def _dask():
@@ -261,7 +264,8 @@ class DaskCounter:
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
         self.bounds = shards(stream.doc_lengths, self.block_starts, shard_tokens)
-        self.shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
+        shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
+        self.block_shards = [np.flatnonzero(shard_block == g) for g in range(self.n_blocks)]  # shards never straddle blocks
         self.doc_ends = np.cumsum(stream.doc_lengths)
         self.shift = max(stream.n_tokens // 2, 1)
         self.path = stream.source_file or _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
@@ -310,12 +314,20 @@ class DaskCounter:
             ])
         futures = []
         for s in range(len(slots)):
-            parts = [
-                submit(_range_task, self.shard_block, self.n_blocks, vocab, jackknife,
-                       s if n_ranges == 1 else None, *[pieces[s][q] for pieces in per_shard],
-                       key=f"depstat-range-{tag}-{s}-{q}")
-                for q in range(n_ranges)
-            ]
+            whole = s if n_ranges == 1 else None  # inputs are whole shard results: take slot s's table
+            parts = []
+            for q in range(n_ranges):
+                tables = []
+                for g in range(self.n_blocks):
+                    level, ins = 0, [per_shard[i][s][q] for i in self.block_shards[g]]
+                    while len(ins) > 1:  # a tree of merges: no task holds more than MERGE_FAN_IN pieces
+                        ins = [submit(_block_task, vocab, whole, *ins[k : k + MERGE_FAN_IN],
+                                      key=f"depstat-block-{tag}-{s}-{q}-{g}-{level}-{k}")
+                               for k in range(0, len(ins), MERGE_FAN_IN)]
+                        level += 1
+                    tables.append(ins[0])
+                parts.append(submit(_range_task, self.n_blocks, vocab, jackknife, whole, *tables,
+                                    key=f"depstat-range-{tag}-{s}-{q}"))
             futures.append(submit(combine, parts, jackknife, key=f"depstat-combine-{tag}-{s}"))
         results = self.client.gather(futures)
         return {(p, r): res for (r, _, p), res in zip(slots, results)}
@@ -344,18 +356,21 @@ def _piece(shard: list[list[CountTable]], slot: int, part: int) -> CountTable:
     return shard[slot][part]
 
 
-def _range_task(
-    shard_block: np.ndarray, n_blocks: int, vocab: int, jackknife: bool, slot: int | None,
-    *pieces: CountTable | list[list[CountTable]],
-) -> PartialSums:
-    """Worker task: one first-token range of one slot, from its pieces of every shard, as partial sums.
+def _table_of(result: CountTable | list[list[CountTable]], slot: int | None) -> CountTable:
+    """A task's input table: itself, or with ``slot`` given (one range only) that slot's table of a whole shard's result."""
+    return result if slot is None or isinstance(result, CountTable) else result[slot][0]
 
-    ``pieces`` are that range's table of every shard, or with ``slot`` given (one range only)
-    the shards' whole results, from which the slot's table is taken.
-    """
-    if slot is not None:
-        pieces = tuple(shard[slot][0] for shard in pieces)
-    return range_sums(pieces, shard_block, n_blocks, vocab, jackknife)
+
+def _block_task(vocab: int, slot: int | None, *pieces: CountTable | list[list[CountTable]]) -> CountTable:
+    """Worker task: pieces of one block's shards (one slot, one first-token range) merged into one table."""
+    return merge([_table_of(p, slot) for p in pieces], vocab)
+
+
+def _range_task(
+    n_blocks: int, vocab: int, jackknife: bool, slot: int | None, *tables: CountTable | list[list[CountTable]],
+) -> PartialSums:
+    """Worker task: one first-token range of one slot, from its table of every block, as partial sums."""
+    return range_sums([_table_of(t, slot) for t in tables], range(n_blocks), n_blocks, vocab, jackknife)
 
 
 def _spec_key(spec: list) -> str:

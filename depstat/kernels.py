@@ -1212,6 +1212,62 @@ def _piece_marginals(keys, counts, a, b, vocab, first, second):
         second[keys[j] - base] += counts[j]
 
 
+@nb.njit(cache=True, inline="always")
+def _piece_span(keys, piece_starts, vocab):
+    """The first tokens (x_lo, x_hi) that pieces grouped by first token cover."""
+    x_lo, x_hi = vocab, 0
+    for i in range(piece_starts.shape[0] - 1):
+        if piece_starts[i + 1] > piece_starts[i]:
+            x_lo = min(x_lo, keys[piece_starts[i]] // vocab)
+            x_hi = max(x_hi, keys[piece_starts[i + 1] - 1] // vocab + 1)
+    return x_lo, x_hi
+
+
+@nb.njit(cache=True, inline="always")
+def _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells):
+    """Add every piece's entries of one first token (keys in base:end, from ``cur``) to
+    ``total``; list each new cell in ``cells`` and note where each piece's run ends in ``stop``.
+    Returns the number of cells."""
+    n_cells = 0
+    for i in range(cur.shape[0]):
+        j, last = cur[i], piece_starts[i + 1]
+        while j < last and keys[j] < end:
+            y = keys[j] - base
+            cells[n_cells] = y  # kept only if new: no branch to mispredict
+            n_cells += total[y] == 0
+            total[y] += counts[j]
+            j += 1
+        stop[i] = j
+    return n_cells
+
+
+@nb.njit(cache=True)
+def merge_pieces(
+    keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, vocab: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One table from pieces grouped by first token (as ``piece_sums`` takes them): each cell's
+    counts added, first token by first token in a dense array, keys again grouped by x."""
+    cur = piece_starts[:-1].copy()
+    stop = piece_starts[:-1].copy()
+    x_lo, x_hi = _piece_span(keys, piece_starts, vocab)
+    total = np.zeros(vocab, dtype=np.int64)
+    cells = np.empty(vocab, dtype=np.int64)
+    out_keys = np.empty(keys.shape[0], dtype=np.int64)  # only the pages written are resident
+    out_counts = np.empty(keys.shape[0], dtype=np.int64)
+    m = 0
+    for x in range(x_lo, x_hi):
+        base = x * vocab
+        n_cells = _gather_token(keys, counts, piece_starts, cur, stop, base, base + vocab, total, cells)
+        for k in range(n_cells):
+            y = cells[k]
+            out_keys[m] = base + y
+            out_counts[m] = total[y]
+            total[y] = 0
+            m += 1
+        cur[:] = stop
+    return out_keys[:m], out_counts[:m]
+
+
 @nb.njit(cache=True)
 def piece_sums(
     keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, piece_block: np.ndarray, n_blocks: int,
@@ -1233,11 +1289,7 @@ def piece_sums(
     n_pieces = piece_block.shape[0]
     cur = piece_starts[:-1].copy()
     stop = piece_starts[:-1].copy()
-    x_lo, x_hi = vocab, 0
-    for i in range(n_pieces):
-        if piece_starts[i + 1] > piece_starts[i]:
-            x_lo = min(x_lo, keys[piece_starts[i]] // vocab)
-            x_hi = max(x_hi, keys[piece_starts[i + 1] - 1] // vocab + 1)
+    x_lo, x_hi = _piece_span(keys, piece_starts, vocab)
     for i in range(n_pieces):  # the marginals, a piece at a time: one block's rows stay in cache
         _piece_marginals(keys, counts, piece_starts[i], piece_starts[i + 1], vocab, first[piece_block[i]],
                          second[piece_block[i]])
@@ -1247,17 +1299,7 @@ def piece_sums(
     in_block = np.empty(vocab, dtype=np.int64)
     for x in range(x_lo, x_hi):
         base, end = x * vocab, (x + 1) * vocab
-        n_cells = 0
-        for i in range(n_pieces):
-            j, last = cur[i], piece_starts[i + 1]
-            while j < last and keys[j] < end:
-                y = keys[j] - base
-                c = counts[j]
-                cells[n_cells] = y  # kept only if new: no branch to mispredict
-                n_cells += total[y] == 0
-                total[y] += c
-                j += 1
-            stop[i] = j
+        n_cells = _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells)
         i = 0
         while jackknife and i < n_pieces:  # the pieces of one block, then that block's deltas
             g = piece_block[i]

@@ -48,6 +48,21 @@ def shard_tables(
     return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
+def merge(tables: Sequence[CountTable], vocab: int) -> CountTable:
+    """One table with the counts of all of them added cell by cell (``kernels.merge_pieces``)."""
+    if len(tables) == 1:
+        return tables[0]
+    keys, counts, starts = _concatenated(tables)
+    return CountTable(*kernels.merge_pieces(keys, counts, starts, vocab))
+
+
+def _concatenated(tables: Sequence[CountTable]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tables' keys and counts end to end, and where each table starts (and the last ends)."""
+    keys = np.concatenate([t.keys for t in tables]) if tables else np.zeros(0, np.int64)
+    counts = np.concatenate([t.counts for t in tables]) if tables else np.zeros(0, np.int64)
+    return keys, counts, np.r_[0, np.cumsum([len(t.keys) for t in tables])].astype(np.int64)
+
+
 @dataclass(frozen=True)
 class PartialSums:
     """The sums of the cells whose first token lies in one range: they add up across ranges.
@@ -72,18 +87,16 @@ def split(table: CountTable, key_edges: np.ndarray, vocab: int) -> list[CountTab
 def range_sums(
     pieces: Sequence[CountTable], piece_blocks: Sequence[int], n_blocks: int, vocab: int, jackknife: bool = True,
 ) -> PartialSums:
-    """Sums and delete-one-block deltas of one first-token range, from its pieces of every shard.
+    """Sums and delete-one-block deltas of one first-token range, from its pieces (tables of
+    shards, or of whole blocks, piece i of jackknife block ``piece_blocks[i]``).
 
-    The pieces (each from a shard of jackknife block ``piece_blocks[i]``) are put in block
-    order and taken first token by first token (``kernels.piece_sums``): each cell's total is
-    counted in a dense array and each block's part of it in another, so no table is merged,
-    sorted or looked up.
+    The pieces are put in block order and taken first token by first token
+    (``kernels.piece_sums``): each cell's total is counted in a dense array and each block's
+    part of it in another, so no table is merged, sorted or looked up.
     """
     sums_tables = kernels.SUM_TABLES
     order = np.argsort(np.asarray(piece_blocks, dtype=np.int64), kind="stable")
-    keys = np.concatenate([pieces[i].keys for i in order]) if len(order) else np.zeros(0, np.int64)
-    counts = np.concatenate([pieces[i].counts for i in order]) if len(order) else np.zeros(0, np.int64)
-    starts = np.r_[0, np.cumsum([len(pieces[i].keys) for i in order])].astype(np.int64)
+    keys, counts, starts = _concatenated([pieces[i] for i in order])
     blocks = np.asarray(piece_blocks, dtype=np.int64)[order]
     joint, joint_jk, first_blocks, second_blocks = kernels.piece_sums(
         keys, counts, starts, blocks, n_blocks, vocab, sums_tables, jackknife,

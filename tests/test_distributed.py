@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from depstat import cache as cache_module  # noqa: E402
+from depstat import distributed  # noqa: E402
 from depstat.cache import TokenCache  # noqa: E402
 from depstat.corpus import open_corpus  # noqa: E402
 from depstat.counting import PairCounter  # noqa: E402
@@ -38,10 +39,10 @@ def client():
         yield c
 
 
-def stream_of(n_docs: int, seed: int) -> TokenStream:
+def stream_of(n_docs: int, seed: int, vocab: int = 200) -> TokenStream:
     rng = np.random.default_rng(seed)
     lengths = rng.integers(20, 2500, n_docs)
-    return TokenStream("t", rng.integers(0, 200, int(lengths.sum())), lengths, 200)
+    return TokenStream("t", rng.integers(0, vocab, int(lengths.sum())), lengths, vocab)
 
 
 def assert_close(got: dict, want: dict) -> None:
@@ -52,10 +53,15 @@ def assert_close(got: dict, want: dict) -> None:
                                 atol=1e-7, err_msg=f"{key} {name}")
 
 
-@pytest.mark.parametrize("key_ranges", [None, 3])
-def test_dask_sums_equal_local(client, tmp_path: Path, key_ranges: int | None) -> None:
-    """Whole shard tables (small stream) or tables cut into 3 first-token ranges."""
-    stream = stream_of(150, 0)
+@pytest.mark.parametrize("key_ranges, vocab, fan_in", [(None, 200, 32), (3, 200, 32), (3, 300, 2)])
+def test_dask_sums_equal_local(
+    client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key_ranges: int | None, vocab: int, fan_in: int,
+) -> None:
+    """Whole shard tables (small stream) or tables cut into 3 first-token ranges; shards
+    counted in dense tables (vocabulary 200) or in partitions (300); each block's tables
+    merged by one task or by a tree of two-table merges."""
+    monkeypatch.setattr(distributed, "MERGE_FAN_IN", fan_in)
+    stream = stream_of(150, 0, vocab)
     offsets, partners = [1, 3, 50, 700], ("real", "rotate", "iid")
     want = PairCounter(stream, n_blocks=8, seed=4).sums_at(offsets, partners)
     dask = DaskCounter(stream, client, n_blocks=8, seed=4, shard_tokens=7_000, shared_dir=tmp_path,

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from depstat import kernels
 from depstat.counting import PARTNER_MODES, jackknife_blocks, partner_seed
 from depstat.distributed import shards
-from depstat.tables import combine, range_sums, shard_tables, split
+from depstat.tables import CountTable, combine, merge, range_sums, shard_tables, split
 from tests import naive
 from tests.test_kernels import assert_sums_equal, streams
 
@@ -51,6 +51,9 @@ def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_block
     cut = [split(p, edges, v) for p in pieces]
     parts = [range_sums([c[q] for c in cut], piece_blocks, n_blocks, v) for q in range(len(edges) - 1)]
     assert_sums_equal(combine(parts), want)
+    # The same from one table per block, each merged from its shards' pieces (as the Dask graph does).
+    merged = [merge([p for p, b in zip(pieces, piece_blocks) if b == g], v) for g in range(n_blocks)]
+    assert_sums_equal(combine([range_sums(merged, list(range(n_blocks)), n_blocks, v)]), want)
     point = range_sums(pieces, piece_blocks, n_blocks, v, jackknife=False)  # point only: no deltas
     npt.assert_array_equal(point.joint, whole.joint)
     assert not point.joint_jk.any() and not point.first_jk.any()
@@ -80,6 +83,25 @@ def test_shard_table_holds_each_cell_once_grouped_by_first_token(stream, r, part
     order = np.argsort(table.keys)
     npt.assert_array_equal(table.keys[order], want_keys)
     npt.assert_array_equal(table.counts[order], want_counts)
+
+
+@settings(max_examples=100, deadline=None)
+@given(parts=st.lists(st.lists(st.integers(0, 6 * 7 - 1), max_size=40), min_size=1, max_size=5), seed=st.integers(0, 99))
+def test_merge_adds_counts_cell_by_cell(parts: list[list[int]], seed: int) -> None:
+    """Tables with their partners in any order within a first token merge to np.unique of all their pairs."""
+    v = 7
+
+    def table_of(keys: list[int]) -> CountTable:
+        uniq, counts = np.unique(np.asarray(keys, dtype=np.int64), return_counts=True)
+        order = np.lexsort((np.random.default_rng(seed).random(uniq.size), uniq // v))  # x ascending, y shuffled
+        return CountTable(uniq[order], counts[order].astype(np.int64))
+
+    got = merge([table_of(p) for p in parts], v)
+    assert np.all(np.diff(got.keys // v) >= 0)
+    want = table_of([k for p in parts for k in p])
+    order = np.argsort(got.keys)
+    npt.assert_array_equal(got.keys[order], np.sort(want.keys))
+    npt.assert_array_equal(got.counts[order], want.counts[np.argsort(want.keys)])
 
 
 @settings(max_examples=100, deadline=None)
