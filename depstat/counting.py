@@ -52,7 +52,10 @@ MAX_SWEEP = 255
 # Offsets the partitioned kernel counts in one pass: they share the first tokens' partitions
 # and their sort, and each adds a partner buffer (2 bytes a token for BPE), so 4 costs 8
 # bytes a token. Vocabularies over PASS_MAX_VOCAB tokens in use (words) take one offset at
-# a time: each slot's two marginals are blocks x A x 4 bytes. A stream whose buffers for
+# a time when the pass counts marginals (each slot's are blocks x A x 4 bytes); when it
+# counts none (the real pairs' second marginal followed, the first not needed or taken from
+# the null) they take OFFSETS_PER_PASS: 1.1x as fast on the end-to-end benchmark's words
+# stream (11M tokens, A = 1.5M) in a draft timing, for 4 x 4 bytes a token. A stream whose buffers for
 # SHORT_PASS_OFFSETS offsets fit in SHORT_PASS_BYTES takes that many: in draft timings of the
 # speed benchmark's profile at 1M tokens, 8 offsets a pass were 1.06-1.10x as fast as 4
 # (6, 10 and 16 no faster than 8), at 10M equal for BPE-8k and 1.08x for BPE-32k, where they
@@ -209,7 +212,7 @@ class PairCounter:
         skip_first = not first_marginal and not self.dense
         nulls = self._rotation_nulls(offsets, jackknife, skip_first) if "rotate" in partners else {}
         seconds = self._real_seconds(offsets, jackknife) if each == ["real"] and not self.dense else {}
-        for batch in self.batches(offsets, len(each)):
+        for batch in self.batches(offsets, len(each), any(_marginals_counted(nulls, seconds, skip_first))):
             out = {}
             if each and self.dense:
                 out.update(self._dense_batch(batch, each, jackknife))
@@ -218,20 +221,21 @@ class PairCounter:
             out.update({("rotate", r): nulls[r] for r in batch if nulls})
             yield batch, out
 
-    def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
+    def batches(self, offsets: Sequence[int], n_partners: int = 1, marginals: bool = True) -> list[list[int]]:
         """The offsets, ascending, cut into batches counted together (dense tables that fit in
         cache), as few as the batch size allows and of sizes differing by at most one (a
         last batch of one offset would run its parallel loop over slots on one thread).
 
         The partitioned kernel takes OFFSETS_PER_PASS offsets (with all their partner
         processes) in one pass, SHORT_PASS_OFFSETS when their buffers fit in
-        SHORT_PASS_BYTES, or one at a time for vocabularies over PASS_MAX_VOCAB.
+        SHORT_PASS_BYTES, or one at a time for vocabularies over PASS_MAX_VOCAB when the
+        pass counts ``marginals``.
         """
         offsets = sorted({int(r) for r in offsets})
         if not self.dense:
             short = self.tokens.shape[0] * (1 + SHORT_PASS_OFFSETS * max(n_partners, 1) * self.partner_dtype.itemsize)
             size = SHORT_PASS_OFFSETS if short <= SHORT_PASS_BYTES else OFFSETS_PER_PASS
-            size = size if self.vocab <= PASS_MAX_VOCAB else 1
+            size = size if self.vocab <= PASS_MAX_VOCAB or not marginals else 1
         else:
             cells = self.vocab * self.vocab * 4  # bytes of one slot's table
             size = max(1, DENSE_BATCH_BYTES // (cells * max(n_partners, 1)))
@@ -334,10 +338,7 @@ class PairCounter:
         joint, joint_jk = 0.0, 0.0
         layouts = [(lo, hi, *self.group_layout(lo, hi)) for lo, hi in self.groups(1 + len(slots) * width)]
         most = max(places for *_, places in layouts)
-        # The first marginal is not counted when the null has it or it is skipped (A x blocks of
-        # writes a slot), nor the second when it is followed (a random write a pair, out of L2
-        # cache for 8 slots of a large A).
-        marginals = (not (nulls or skip_first), not seconds)
+        marginals = _marginals_counted(nulls, seconds, skip_first)
         for i, (lo, hi, code, region, spill, places) in enumerate(layouts):
             xloc, ys, first, second = self._buffers(len(slots), places, most, marginals)
             fill_end = np.empty_like(region)
@@ -545,6 +546,13 @@ class PairCounter:
                             sums[m], deltas[m] = m_sums[0], m_deltas[0]
             out.append((block_pairs, sums[0].copy(), sums[1].copy(), deltas[0].copy(), deltas[1].copy()))
         return out
+
+
+def _marginals_counted(nulls: dict, seconds: dict, skip_first: bool) -> tuple[bool, bool]:
+    """Whether a partitioned pass counts the (first, second) marginal. Not the first when the
+    null has it or it is skipped (A x blocks of writes a slot), nor the second when it is
+    followed (a random write a pair, out of L2 cache for 8 slots of a large A)."""
+    return not (nulls or skip_first), not seconds
 
 
 def _by_slot(

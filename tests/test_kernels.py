@@ -409,8 +409,14 @@ def test_offsets_are_batched_to_fit_the_cache(monkeypatch: pytest.MonkeyPatch) -
         cut = large.batches(offsets, 2)
         assert not large.dense and [r for b in cut for r in b] == offsets
         assert len(cut) == -(-29 // pass_size) and {len(b) for b in cut} <= {pass_size, pass_size - 1}
-    words = PairCounter(TokenStream("w", np.arange(70_000) % 66_000, [70_000], 66_000))
+    words = PairCounter(TokenStream("w", rng.permutation(np.arange(70_000) % 66_000), [70_000], 66_000))
     assert words.vocab > counting.PASS_MAX_VOCAB and words.batches(offsets) == [[r] for r in offsets]
+    # A pass that counts no marginals holds no blocks x A arrays: large vocabularies share passes too.
+    assert words.batches(offsets, 1, marginals=False) == [[int(r) for r in b] for b in cut]
+    together = words.sums_at(offsets[:4], ("real", "rotate"), first_marginal=False)
+    for r in offsets[:4]:
+        alone = words.sums_at([r], ("real", "rotate"), first_marginal=False)
+        assert_sums_equal(together["real", r], alone["real", r])
 
 
 @pytest.mark.parametrize(
