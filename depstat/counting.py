@@ -54,8 +54,9 @@ MAX_SWEEP = 255
 # bytes a token. Vocabularies over PASS_MAX_VOCAB tokens in use (words) take one offset at
 # a time when the pass counts marginals (each slot's are blocks x A x 4 bytes); when it
 # counts none (the real pairs' second marginal followed, the first not needed or taken from
-# the null) they take OFFSETS_PER_PASS: 1.1x as fast on the end-to-end benchmark's words
-# stream (11M tokens, A = 1.5M) in a draft timing, for 4 x 4 bytes a token. A stream whose buffers for
+# the null) they take OFFSETS_PER_PASS, for 4 x 4 bytes a token: the end-to-end benchmark's
+# words (11M tokens, A = 1.5M) were counted in 7.1 s against 9.2 one offset a pass
+# (benchmarks/output/end_to_end.txt at 04f3cc9 and b6d24bc). A stream whose buffers for
 # SHORT_PASS_OFFSETS offsets fit in SHORT_PASS_BYTES takes that many: in draft timings of the
 # speed benchmark's profile at 1M tokens, 8 offsets a pass were 1.06-1.10x as fast as 4
 # (6, 10 and 16 no faster than 8), at 10M equal for BPE-8k and 1.08x for BPE-32k, where they
