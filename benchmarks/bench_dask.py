@@ -63,7 +63,7 @@ def entries_per_pair(stream: TokenStream) -> str:
     for r in (1, 64, 2048):
         keys, counts, _ = kernels.range_tables(
             stream.tokens, 0, stream.n_tokens, ends, np.array([r]), np.array([kernels.MODE_REAL]),
-            np.array([0]), 1, int(stream.vocab_size))
+            np.array([0]), np.array([0]), 1, int(stream.vocab_size))
         out.append(f"{len(keys) / max(int(counts.sum()), 1):.3f}")
     return " / ".join(out)
 

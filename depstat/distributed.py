@@ -6,12 +6,15 @@ For each batch of offsets:
 
 1. a task per shard counts the pairs whose first position lies in the shard, one table per
    slot (``tables.shard_tables``), and cuts each table into first-token ranges holding
-   about equal numbers of positions;
+   about equal numbers of positions. The rotation null's partner does not depend on the
+   offset, so its table is counted at the batch's smallest offset only; for each larger
+   offset the task counts just the pairs that offset drops at document ends;
 2. the pieces of each block's shards are merged into one table per (slot, range, block), by
    a tree of tasks of at most MERGE_FAN_IN pieces (``tables.merge``);
 3. a task per (slot, range) takes that range's sums and jackknife deltas from its table of
-   every block, first token by first token, in dense arrays (``tables.range_sums``): its
-   memory is about 1/ranges of one offset's per-block tables;
+   every block, first token by first token, in dense arrays (``tables.range_sums``; for the
+   null at a larger offset, the smallest offset's tables less the dropped pairs' tables):
+   its memory is about 1/ranges of one offset's per-block tables;
 4. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
    travel back to the client.
 
@@ -292,7 +295,13 @@ class DaskCounter:
     ) -> dict[tuple[str, int], TableSums]:
         """Table sums for every (partner, offset), from per-shard tables summed per first-token range."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
-        spec = [(int(r), int(m), int(s)) for r, m, s in zip(slot_r, slot_mode, slot_seed)]
+        # The rotation null's partner does not depend on the offset: at each larger offset of the
+        # batch its table is the one at the smallest less the pairs of the positions that offset
+        # drops, so only those are counted (``upto``) and taken out in the range tasks.
+        rotate = sorted((int(r), i) for i, (r, m) in enumerate(zip(slot_r, slot_mode)) if m == kernels.MODE_ROTATE)
+        base_of = {i: rotate[0][1] for _, i in rotate[1:]}
+        spec = [(int(slot_r[base_of[i]]), int(m), int(sd), int(r)) if i in base_of else (int(r), int(m), int(sd), 0)
+                for i, (r, m, sd) in enumerate(zip(slot_r, slot_mode, slot_seed))]
         vocab = int(self.stream.vocab_size)
         submit = self.client.submit
         tag = f"{self.path.stem}-{_spec_key(spec)}"
@@ -312,22 +321,32 @@ class DaskCounter:
                 [submit(_piece, shard, s, q, key=f"depstat-piece-{tag}-{i}-{s}-{q}") for q in range(n_ranges)]
                 for s in range(len(slots))
             ])
+        def block_tables(s: int, q: int) -> list:
+            """Slot s's table of range q for every block: a tree of merges of its shards' pieces."""
+            tables = []
+            for g in range(self.n_blocks):
+                level, ins = 0, [per_shard[i][s][q] for i in self.block_shards[g]]
+                while len(ins) > 1:  # a tree of merges: no task holds more than MERGE_FAN_IN pieces
+                    ins = [submit(_block_task, vocab, s if n_ranges == 1 else None, *ins[k : k + MERGE_FAN_IN],
+                                  key=f"depstat-block-{tag}-{s}-{q}-{g}-{level}-{k}")
+                           for k in range(0, len(ins), MERGE_FAN_IN)]
+                    level += 1
+                tables.append(ins[0])
+            return tables
+
+        by_range = [[block_tables(s, q) for q in range(n_ranges)] for s in range(len(slots))]
         futures = []
         for s in range(len(slots)):
-            whole = s if n_ranges == 1 else None  # inputs are whole shard results: take slot s's table
+            sources = [(base_of[s], False), (s, True)] if s in base_of else [(s, False)]  # (slot, taken out)
             parts = []
             for q in range(n_ranges):
-                tables = []
-                for g in range(self.n_blocks):
-                    level, ins = 0, [per_shard[i][s][q] for i in self.block_shards[g]]
-                    while len(ins) > 1:  # a tree of merges: no task holds more than MERGE_FAN_IN pieces
-                        ins = [submit(_block_task, vocab, whole, *ins[k : k + MERGE_FAN_IN],
-                                      key=f"depstat-block-{tag}-{s}-{q}-{g}-{level}-{k}")
-                               for k in range(0, len(ins), MERGE_FAN_IN)]
-                        level += 1
-                    tables.append(ins[0])
-                parts.append(submit(_range_task, self.n_blocks, vocab, jackknife, whole, *tables,
-                                    key=f"depstat-range-{tag}-{s}-{q}"))
+                tables, slot_of, out = [], [], []
+                for i, taken in sources:
+                    tables += by_range[i][q]
+                    slot_of += [i if n_ranges == 1 else None] * self.n_blocks
+                    out += [taken] * self.n_blocks
+                parts.append(submit(_range_task, list(range(self.n_blocks)) * len(sources), out, self.n_blocks,
+                                    vocab, jackknife, slot_of, *tables, key=f"depstat-range-{tag}-{s}-{q}"))
             futures.append(submit(combine, parts, jackknife, key=f"depstat-combine-{tag}-{s}"))
         results = self.client.gather(futures)
         return {(p, r): res for (r, _, p), res in zip(slots, results)}
@@ -367,10 +386,13 @@ def _block_task(vocab: int, slot: int | None, *pieces: CountTable | list[list[Co
 
 
 def _range_task(
-    n_blocks: int, vocab: int, jackknife: bool, slot: int | None, *tables: CountTable | list[list[CountTable]],
+    blocks: list[int], taken_out: list[bool], n_blocks: int, vocab: int, jackknife: bool, slots: list[int | None],
+    *tables: CountTable | list[list[CountTable]],
 ) -> PartialSums:
-    """Worker task: one first-token range of one slot, from its table of every block, as partial sums."""
-    return range_sums([_table_of(t, slot) for t in tables], range(n_blocks), n_blocks, vocab, jackknife)
+    """Worker task: one first-token range of one slot, from its table of every block (less the
+    tables ``taken_out`` marks), as partial sums; ``slots`` says which slot's table to take
+    from a whole shard's result."""
+    return range_sums([_table_of(t, s) for t, s in zip(tables, slots)], blocks, n_blocks, vocab, jackknife, taken_out)
 
 
 def _spec_key(spec: list) -> str:

@@ -1274,13 +1274,16 @@ def piece_sums(
     vocab: int, tables: np.ndarray, jackknife: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sums of one table given as pieces: piece i is ``keys/counts[piece_starts[i]:piece_starts[i + 1]]``,
-    pairs of jackknife block ``piece_block[i]`` (pieces in block order), its keys ``x * vocab + y``
-    grouped by first token x in ascending order, each cell once.
+    pairs of jackknife block ``piece_block[i]``, its keys ``x * vocab + y`` grouped by first
+    token x in ascending order, each cell once.
 
     First token by first token, every piece's run of x is counted into a dense array of
     totals; a second pass, block by block, gives each block's part of its cells and so the
-    delete-one-block change. No sort and no merged table. Returns ``(joint, joint_jk, first,
-    second)``, the last two the per-block counts of first and second tokens (n_blocks x vocab).
+    delete-one-block change. No sort and no merged table. A piece may take pairs out
+    (negative counts: pairs that a larger offset drops) if it comes after the pieces that
+    hold them: every cell's total then rises before it falls, and cells that end empty are
+    left out. Returns ``(joint, joint_jk, first, second)``, the last two the per-block
+    counts of first and second tokens (n_blocks x vocab).
     """
     joint = np.zeros(N_SUMS)
     joint_jk = np.zeros((n_blocks, N_SUMS))
@@ -1290,6 +1293,7 @@ def piece_sums(
     cur = piece_starts[:-1].copy()
     stop = piece_starts[:-1].copy()
     x_lo, x_hi = _piece_span(keys, piece_starts, vocab)
+    by_block = np.argsort(piece_block, kind="mergesort")  # each block's pieces, in their order
     for i in range(n_pieces):  # the marginals, a piece at a time: one block's rows stay in cache
         _piece_marginals(keys, counts, piece_starts[i], piece_starts[i + 1], vocab, first[piece_block[i]],
                          second[piece_block[i]])
@@ -1300,20 +1304,21 @@ def piece_sums(
     for x in range(x_lo, x_hi):
         base, end = x * vocab, (x + 1) * vocab
         n_cells = _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells)
-        i = 0
-        while jackknife and i < n_pieces:  # the pieces of one block, then that block's deltas
-            g = piece_block[i]
+        k = 0
+        while jackknife and k < n_pieces:  # the pieces of one block, then that block's deltas
+            g = piece_block[by_block[k]]
             n_in = 0
-            while i < n_pieces and piece_block[i] == g:
+            while k < n_pieces and piece_block[by_block[k]] == g:
+                i = by_block[k]
                 for j in range(cur[i], stop[i]):
                     y = keys[j] - base
                     in_block[n_in] = y
                     n_in += part[y] == 0
                     part[y] += counts[j]
-                i += 1
+                k += 1
             d0, d1, emptied = 0.0, 0.0, 0
-            for k in range(n_in):
-                y = in_block[k]
+            for c in range(n_in):
+                y = in_block[c]
                 m = part[y]
                 part[y] = 0
                 t = total[y]
@@ -1321,29 +1326,37 @@ def piece_sums(
                 before0, before1 = _cell_sums(t, tables)
                 d0 += after0 - before0
                 d1 += after1 - before1
-                emptied += m == t
+                emptied += (m == t) & (t > 0)
             joint_jk[g, 0] += d0
             joint_jk[g, 1] += d1
             joint_jk[g, 2] -= emptied
-        s0, s1 = 0.0, 0.0
-        for k in range(n_cells):
-            y = cells[k]
+        s0, s1, empty = 0.0, 0.0, 0
+        for c in range(n_cells):
+            y = cells[c]
             v0, v1 = _cell_sums(total[y], tables)
             s0 += v0
             s1 += v1
+            empty += total[y] == 0  # all its pairs taken out again
             total[y] = 0
         joint[0] += s0
         joint[1] += s1
-        joint[2] += n_cells
+        joint[2] += n_cells - empty
         for i in range(n_pieces):
             cur[i] = stop[i]
     return joint, joint_jk, first, second
 
 
+@nb.njit(cache=True, inline="always")
+def _slot_positions(a: int, hi: int, end: int, r: int, upto: int) -> range:
+    """A slot's positions of ``a:hi`` in the document ending at ``end``: those with a partner r
+    on in it, and with ``upto`` > 0 only those without one ``upto`` on."""
+    return range(max(a, end - upto) if upto > 0 else a, min(hi, end - r))
+
+
 @nb.njit(cache=True)
 def dense_range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
-    slot_mode: np.ndarray, slot_seed: np.ndarray, shift: int, vocab: int,
+    slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``range_tables`` for a small vocabulary: each slot's pairs counted in one dense V x V
     table, whose occupied cells are then read out in key order."""
@@ -1357,8 +1370,8 @@ def dense_range_tables(
     for s in range(n_slots):
         r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
         a = lo
-        for d in range(doc_ends.shape[0]):  # the positions with a partner r on in their document
-            for p in range(a, min(hi, doc_ends[d] - r)):
+        for d in range(doc_ends.shape[0]):
+            for p in _slot_positions(a, hi, doc_ends[d], r, slot_upto[s]):
                 base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
                 cells[np.int64(tok[p]) * vocab + tok[_partner(p, base, r, mode, n, seed)]] += 1
             a = max(a, doc_ends[d])
@@ -1375,7 +1388,8 @@ def dense_range_tables(
 @nb.njit(cache=True)
 def range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
-    slot_mode: np.ndarray, slot_seed: np.ndarray, shift: int, vocab: int, part: int = SHARD_PART,
+    slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
+    part: int = SHARD_PART,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pair tables of the positions lo:hi for every slot: keys ``x * vocab + y`` grouped by first
     token x in ascending order, each cell once, with its count.
@@ -1385,7 +1399,10 @@ def range_tables(
     ``part`` positions each; each partition is then grouped by first token (a counting
     sort that stays in cache whatever the shard's size) and each group's partners counted in
     a dense array, emitted in the order first seen (``piece_sums`` needs no order within a
-    first token). Slot s's table is ``keys[bounds[s]:bounds[s+1]]``.
+    first token). Slot s's table is ``keys[bounds[s]:bounds[s+1]]``. A slot with
+    ``slot_upto[s] > 0`` holds only the pairs of the positions that have a partner r on in
+    their document but not ``slot_upto[s]`` on (``_slot_positions``): what a larger offset
+    drops.
     """
     n = tok.shape[0]
     size = hi - lo
@@ -1423,8 +1440,8 @@ def range_tables(
         for q in range(n_parts):
             fill[q] = starts[x_edges[q]]
         a = lo
-        for d in range(doc_ends.shape[0]):  # the positions with a partner r on in their document
-            for p in range(a, min(hi, doc_ends[d] - r)):
+        for d in range(doc_ends.shape[0]):
+            for p in _slot_positions(a, hi, doc_ends[d], r, slot_upto[s]):
                 base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
                 x = np.int64(tok[p])
                 q = part_of[x]

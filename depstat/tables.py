@@ -27,10 +27,12 @@ class CountTable:
 
 
 def shard_tables(
-    tokens: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slots: Sequence[tuple[int, int, int]],
+    tokens: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slots: Sequence[tuple[int, ...]],
     shift: int, vocab: int, part: int | None = None,
 ) -> list[CountTable]:
-    """Tables of the pairs whose first position lies in ``lo:hi``, one per slot (r, mode, seed).
+    """Tables of the pairs whose first position lies in ``lo:hi``, one per slot (r, mode, seed)
+    or (r, mode, seed, upto): with ``upto`` > 0, only the pairs that offset ``upto`` drops
+    (positions with a partner r on in their document but not ``upto`` on).
 
     ``tokens`` is the whole stream (typically memory-mapped: only this range and its partners
     are read); ``doc_ends`` are the end positions of the documents overlapping the range;
@@ -39,12 +41,13 @@ def shard_tables(
     many positions whatever the vocabulary (kernels.range_tables).
     """
     tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
-    r, mode, seed = (np.array([slot[i] for slot in slots], dtype=np.int64) for i in range(3))
+    r, mode, seed, upto = (np.array([(tuple(slot) + (0,))[i] for slot in slots], dtype=np.int64) for i in range(4))
     if part is None and vocab * vocab <= kernels.DENSE_RANGE_CELLS:
-        keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, shift, vocab)
+        keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, vocab)
     else:
         part = kernels.SHARD_PART if part is None else part
-        keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r, mode, seed, shift, vocab, part)
+        keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, vocab,
+                                                    part)
     return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
@@ -86,18 +89,24 @@ def split(table: CountTable, key_edges: np.ndarray, vocab: int) -> list[CountTab
 
 def range_sums(
     pieces: Sequence[CountTable], piece_blocks: Sequence[int], n_blocks: int, vocab: int, jackknife: bool = True,
+    taken_out: Sequence[bool] | None = None,
 ) -> PartialSums:
     """Sums and delete-one-block deltas of one first-token range, from its pieces (tables of
-    shards, or of whole blocks, piece i of jackknife block ``piece_blocks[i]``).
+    shards, or of whole blocks, piece i of jackknife block ``piece_blocks[i]``), less the
+    pairs of the pieces ``taken_out`` marks (which the others must hold).
 
-    The pieces are put in block order and taken first token by first token
-    (``kernels.piece_sums``): each cell's total is counted in a dense array and each block's
-    part of it in another, so no table is merged, sorted or looked up.
+    The pieces are taken first token by first token (``kernels.piece_sums``), those taken
+    out last: each cell's total is counted in a dense array and each block's part of it in
+    another, so no table is merged, sorted or looked up.
     """
     sums_tables = kernels.SUM_TABLES
-    order = np.argsort(np.asarray(piece_blocks, dtype=np.int64), kind="stable")
+    blocks = np.asarray(piece_blocks, dtype=np.int64)
+    out = np.zeros(len(pieces), dtype=bool) if taken_out is None else np.asarray(taken_out, dtype=bool)
+    order = np.lexsort((blocks, out))
     keys, counts, starts = _concatenated([pieces[i] for i in order])
-    blocks = np.asarray(piece_blocks, dtype=np.int64)[order]
+    if out.any():
+        counts = counts * np.repeat(np.where(out[order], -1, 1), np.diff(starts))
+    blocks = blocks[order]
     joint, joint_jk, first_blocks, second_blocks = kernels.piece_sums(
         keys, counts, starts, blocks, n_blocks, vocab, sums_tables, jackknife,
     )

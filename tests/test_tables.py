@@ -59,6 +59,37 @@ def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_block
     assert not point.joint_jk.any() and not point.first_jk.any()
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    stream=streams(),
+    r=st.integers(1, 30),
+    further=st.integers(1, 40),
+    n_blocks=st.integers(2, 5),
+    shard_size=st.integers(1, 60),
+    part=st.one_of(st.none(), st.integers(1, 40)),
+)
+def test_null_at_a_larger_offset_is_its_table_less_the_dropped_pairs(stream, r, further, n_blocks, shard_size,
+                                                                     part) -> None:
+    """The rotation null at r + further from its tables at r less those of the pairs r + further
+    drops (taken out per block, as the Dask graph does): the sums and deltas of a recount."""
+    block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
+    bounds = shards(stream.doc_lengths, block_starts, shard_size)
+    ends = np.cumsum(stream.doc_lengths)
+    shift, v, mode = max(stream.n_tokens // 2, 1), stream.vocab_size, PARTNER_MODES["rotate"]
+    n_blocks = len(block_starts) - 1
+    held, dropped = [[] for _ in range(n_blocks)], [[] for _ in range(n_blocks)]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        g = np.searchsorted(block_starts, lo, side="right") - 1
+        table, drops = shard_tables(stream.tokens, lo, hi, ends, [(r, mode, 0), (r, mode, 0, r + further)], shift, v,
+                                    part)
+        held[g].append(table)
+        dropped[g].append(drops)
+    tables = [merge(t, v) for t in held] + [merge(t, v) for t in dropped]
+    got = range_sums(tables, list(range(n_blocks)) * 2, n_blocks, v, taken_out=[False] * n_blocks + [True] * n_blocks)
+    want = naive.naive_sums(stream.tokens, stream.doc_lengths, v, r + further, "rotate", block_starts, shift, 0)
+    assert_sums_equal(combine([got]), want)
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     stream=streams(),
@@ -66,15 +97,19 @@ def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_block
     partner=st.sampled_from(["real", "rotate", "iid"]),
     cut=st.tuples(st.floats(0, 1), st.floats(0, 1)),
     part=st.one_of(st.none(), st.integers(1, 80)),
+    upto=st.one_of(st.just(0), st.integers(1, 60)),
 )
-def test_shard_table_holds_each_cell_once_grouped_by_first_token(stream, r, partner, cut, part) -> None:
+def test_shard_table_holds_each_cell_once_grouped_by_first_token(stream, r, partner, cut, part, upto) -> None:
     """A shard's table against np.unique of its pairs, counted in a dense table (part None)
-    or in partitions of any size: same cells and counts, x ascending."""
+    or in partitions of any size: same cells and counts, x ascending. With ``upto``, the
+    pairs at r of the positions that have no partner ``upto`` on (none when upto <= r)."""
     ends = np.cumsum(stream.doc_lengths)
     lo, hi = sorted(int(c * stream.n_tokens) for c in cut)
     shift, seed, v = max(stream.n_tokens // 2, 1), partner_seed(5, r), stream.vocab_size
-    (table,) = shard_tables(stream.tokens, lo, hi, ends, [(r, PARTNER_MODES[partner], seed)], shift, v, part)
+    (table,) = shard_tables(stream.tokens, lo, hi, ends, [(r, PARTNER_MODES[partner], seed, upto)], shift, v, part)
     p = naive.pair_positions(stream.doc_lengths, r)
+    if upto:
+        p = np.setdiff1d(p, naive.pair_positions(stream.doc_lengths, upto))
     p = p[(p >= lo) & (p < hi)]
     y = stream.tokens[naive.partner_positions(p, r, partner, shift, stream.n_tokens, seed)]
     want_keys, want_counts = np.unique(stream.tokens[p].astype(np.int64) * v + y, return_counts=True)
