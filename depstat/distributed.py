@@ -321,6 +321,7 @@ class DaskCounter:
                 [submit(_piece, shard, s, q, key=f"depstat-piece-{tag}-{i}-{s}-{q}") for q in range(n_ranges)]
                 for s in range(len(slots))
             ])
+
         def block_tables(s: int, q: int) -> list:
             """Slot s's table of range q for every block: a tree of merges of its shards' pieces."""
             tables = []
