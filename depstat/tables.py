@@ -41,7 +41,8 @@ def shard_tables(
     many positions whatever the vocabulary (kernels.range_tables).
     """
     tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
-    r, mode, seed, upto = (np.array([(tuple(slot) + (0,))[i] for slot in slots], dtype=np.int64) for i in range(4))
+    full = np.array([tuple(slot) + (0,) * (4 - len(slot)) for slot in slots], dtype=np.int64).reshape(-1, 4)
+    r, mode, seed, upto = full.T.copy()  # (r, mode, seed) slots count every pair: upto 0
     if part is None and vocab * vocab <= kernels.DENSE_RANGE_CELLS:
         keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, vocab)
     else:
