@@ -69,7 +69,7 @@ def entries_per_pair(stream: TokenStream) -> str:
 
 
 def task_seconds(stream_log: list[dict]) -> dict[str, float]:
-    """Worker-seconds of compute per task kind (shard, piece, block, range, combine)."""
+    """Worker-seconds of compute per task kind (shard, piece, block, pick, range, combine)."""
     out: dict[str, float] = defaultdict(float)
     for task in stream_log:
         key = task["key"][0] if isinstance(task["key"], tuple) else task["key"]
@@ -160,22 +160,26 @@ def main() -> None:
             local, _ = mi_profile(stream, offsets)
             t_local = time.perf_counter() - start
             for per_block in args.shards_per_block:
-                def counter(s, n_blocks, seed, per_block=per_block):
+                made: list[DaskCounter] = []
+
+                def counter(s, n_blocks, seed, per_block=per_block, made=made):
                     shard = -(-s.n_tokens // (n_blocks * per_block))
-                    return DaskCounter(s, client, n_blocks, seed, shard_tokens=shard, shared_dir=tmp)
+                    made.append(DaskCounter(s, client, n_blocks, seed, shard_tokens=shard, shared_dir=tmp))
+                    return made[-1]
 
                 mi_profile(stream, offsets[:2], counter=counter)  # compile on the workers too
                 with get_task_stream(client) as ts:
                     start = time.perf_counter()
                     dask, _ = mi_profile(stream, offsets, counter=counter)
                     t_dask = time.perf_counter() - start
+                tasks = made[-1].tasks
                 split = task_seconds(ts.data)
-                merging = sum(split.get(kind, 0) for kind in ("piece", "block", "range", "combine"))
+                merging = sum(split.get(kind, 0) for kind in ("piece", "block", "pick", "range", "combine"))
                 d_mi = float(np.max(np.abs(dask["mi_bits"].to_numpy() - local["mi_bits"].to_numpy())))
                 d_se = float(np.max(np.abs(dask["se"].to_numpy() - local["se"].to_numpy())))
                 rows.append([
                     f"{stream.name} ({stream.n_tokens:,} tokens)", f"{per_block}", f"{t_local:.1f}", f"{t_dask:.1f}",
-                    f"{t_dask / t_local:.1f}x", f"{d_mi:.1e}", f"{d_se:.1e}",
+                    f"{t_dask / t_local:.1f}x", f"{tasks:,}", f"{d_mi:.1e}", f"{d_se:.1e}",
                 ])
                 cost_rows.append([
                     stream.name,
@@ -191,7 +195,8 @@ def main() -> None:
     print(f"\n{len(offsets)} offsets up to {MAX_OFFSET}, default estimator with interval; "
           f"Dask: LocalCluster, {args.workers} worker processes x 1 thread")
     print(format_table(
-        ["stream", "shards a block", "local s", "dask s", "dask/local", "max |dMI| bits", "max |dSE| bits"], rows))
+        ["stream", "shards a block", "local s", "dask s", "dask/local", "tasks, all batches", "max |dMI| bits",
+         "max |dSE| bits"], rows))
     print("\nworker-seconds by task kind, and per pair-update (real + rotation pairs)")
     print(format_table(
         ["stream", "shards a block", "count shards s", "merge + sums s", "count ns/pair", "merge + sums ns/pair",

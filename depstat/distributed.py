@@ -9,13 +9,16 @@ For each batch of offsets:
    about equal numbers of positions. The rotation null's partner does not depend on the
    offset, so its table is counted at the batch's smallest offset only; for each larger
    offset the task counts just the pairs that offset drops at document ends;
-2. the pieces of each block's shards are merged into one table per (slot, range, block), by
-   a tree of tasks of at most MERGE_FAN_IN pieces (``tables.merge``);
-3. a task per (slot, range) takes that range's sums and jackknife deltas from its table of
+2. with several ranges, a piece task per (shard, range) takes that range's tables of all
+   slots: one task per piece of the exchange, not one per slot too;
+3. each block's pieces of a range are merged into one table per slot, by a tree of tasks
+   that each hold about MERGE_FAN_IN tables (``tables.merge``); with several ranges, a
+   task per (slot, range, block) then picks one slot's table where the merge left it;
+4. a task per (slot, range) takes that range's sums and jackknife deltas from its table of
    every block, first token by first token, in dense arrays (``tables.range_sums``; for the
    null at a larger offset, the smallest offset's tables less the dropped pairs' tables):
    its memory is about 1/ranges of one offset's per-block tables;
-4. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
+5. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
    travel back to the client.
 
 Shards never straddle a block, tasks are pure, and integer counts are added before any
@@ -61,7 +64,7 @@ ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds 
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
 RANGE_TOKENS = 1 << 24  # one first-token range per this many tokens (each range costs tasks)
 MAX_KEY_RANGES = 16
-MERGE_FAN_IN = 32  # tables merged by one task: bounds a merge task's memory
+MERGE_FAN_IN = 32  # tables a merge task holds (lists of a batch's slots, this // slots of them, at least 2): its memory
 
 
 def _dask():
@@ -275,6 +278,7 @@ class DaskCounter:
         if key_ranges is None:
             key_ranges = min(MAX_KEY_RANGES, -(-stream.n_tokens // RANGE_TOKENS))
         self.key_edges = first_token_edges(stream, max(key_ranges, 1))
+        self.tasks = 0  # tasks submitted so far: the size of the graphs the scheduler is given
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
         """The offsets, ascending, in batches whose tables are counted together."""
@@ -303,52 +307,62 @@ class DaskCounter:
         spec = [(int(slot_r[base_of[i]]), int(m), int(sd), int(r)) if i in base_of else (int(r), int(m), int(sd), 0)
                 for i, (r, m, sd) in enumerate(zip(slot_r, slot_mode, slot_seed))]
         vocab = int(self.stream.vocab_size)
-        submit = self.client.submit
         tag = f"{self.path.stem}-{_spec_key(spec)}"
-        n_ranges = len(self.key_edges) - 1
-        per_shard = []
+        n_ranges, n_slots = len(self.key_edges) - 1, len(slots)
+
+        def submit(*args, key: str):
+            self.tasks += 1
+            return self.client.submit(*args, key=f"depstat-{key}-{tag}")
+
+        per_shard = []  # per shard: one input per range, all slots (a whole shard result, range picked later, when one range)
         for i, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
             ends = self.doc_ends[np.searchsorted(self.doc_ends, lo, side="right"):
                                  np.searchsorted(self.doc_ends, hi, side="left") + 1]
-            shard = submit(
-                _count_shard, str(self.path), int(lo), int(hi), ends, spec, self.shift, vocab,
-                self.key_edges, key=f"depstat-shard-{tag}-{i}",
-            )
-            if n_ranges == 1:  # small stream: range tasks take the shard's tables whole
-                per_shard.append([[shard] for _ in slots])
-                continue
-            per_shard.append([
-                [submit(_piece, shard, s, q, key=f"depstat-piece-{tag}-{i}-{s}-{q}") for q in range(n_ranges)]
-                for s in range(len(slots))
-            ])
-
-        def block_tables(s: int, q: int) -> list:
-            """Slot s's table of range q for every block: a tree of merges of its shards' pieces."""
-            tables = []
+            shard = submit(_count_shard, str(self.path), int(lo), int(hi), ends, spec, self.shift, vocab,
+                           self.key_edges, key=f"shard-{i}")
+            per_shard.append([shard] if n_ranges == 1 else
+                             [submit(_piece, shard, q, key=f"piece-{i}-{q}") for q in range(n_ranges)])
+        # a tree of merges per (range, block): no task holds more than about MERGE_FAN_IN tables
+        fan_in = max(2, MERGE_FAN_IN // n_slots)
+        pick = 0 if n_ranges == 1 else None  # the range to take from a whole shard result
+        top = [[None] * self.n_blocks for _ in range(n_ranges)]
+        for q in range(n_ranges):
             for g in range(self.n_blocks):
-                level, ins = 0, [per_shard[i][s][q] for i in self.block_shards[g]]
-                while len(ins) > 1:  # a tree of merges: no task holds more than MERGE_FAN_IN pieces
-                    ins = [submit(_block_task, vocab, s if n_ranges == 1 else None, *ins[k : k + MERGE_FAN_IN],
-                                  key=f"depstat-block-{tag}-{s}-{q}-{g}-{level}-{k}")
-                           for k in range(0, len(ins), MERGE_FAN_IN)]
+                level, ins = 0, [per_shard[i][q] for i in self.block_shards[g]]
+                while len(ins) > 1:
+                    ins = [submit(_block_task, vocab, pick if level == 0 else None, *ins[k : k + fan_in],
+                                  key=f"block-{q}-{g}-{level}-{k}")
+                           for k in range(0, len(ins), fan_in)]
                     level += 1
-                tables.append(ins[0])
-            return tables
+                top[q][g] = (ins[0], pick if level == 0 else None)
 
-        by_range = [[block_tables(s, q) for q in range(n_ranges)] for s in range(len(slots))]
+        picked: dict[tuple[int, int, int], object] = {}
+
+        def block_table(s: int, q: int, g: int) -> tuple[object, tuple[int, int | None] | None]:
+            """Slot s's table of range q and block g, and what a range task picks from it: with one
+            range, the whole result (little data); with several, a task picks it where it lies."""
+            result, rng = top[q][g]
+            if n_ranges == 1:
+                return result, (s, rng)
+            if (s, q, g) not in picked:  # the rotation null's base slot serves the batch's larger offsets too
+                picked[s, q, g] = submit(_slot_table, result, s, rng, key=f"pick-{s}-{q}-{g}")
+            return picked[s, q, g], None
+
         futures = []
-        for s in range(len(slots)):
+        for s in range(n_slots):
             sources = [(base_of[s], False), (s, True)] if s in base_of else [(s, False)]  # (slot, taken out)
             parts = []
             for q in range(n_ranges):
-                tables, slot_of, out = [], [], []
+                tables, picks, out = [], [], []
                 for i, taken in sources:
-                    tables += by_range[i][q]
-                    slot_of += [i if n_ranges == 1 else None] * self.n_blocks
+                    for g in range(self.n_blocks):
+                        table, at = block_table(i, q, g)
+                        tables.append(table)
+                        picks.append(at)
                     out += [taken] * self.n_blocks
                 parts.append(submit(_range_task, list(range(self.n_blocks)) * len(sources), out, self.n_blocks,
-                                    vocab, jackknife, slot_of, *tables, key=f"depstat-range-{tag}-{s}-{q}"))
-            futures.append(submit(combine, parts, jackknife, key=f"depstat-combine-{tag}-{s}"))
+                                    vocab, jackknife, picks, *tables, key=f"range-{s}-{q}"))
+            futures.append(submit(combine, parts, jackknife, key=f"combine-{s}"))
         results = self.client.gather(futures)
         return {(p, r): res for (r, _, p), res in zip(slots, results)}
 
@@ -371,29 +385,33 @@ def _count_shard(
     return [split(t, key_edges, vocab) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)]
 
 
-def _piece(shard: list[list[CountTable]], slot: int, part: int) -> CountTable:
-    """Worker task: one slot's table of one first-token range of a shard."""
-    return shard[slot][part]
+def _piece(shard: list[list[CountTable]], part: int) -> list[CountTable]:
+    """Worker task: every slot's table of one first-token range of a shard."""
+    return [tables[part] for tables in shard]
 
 
-def _table_of(result: CountTable | list[list[CountTable]], slot: int | None) -> CountTable:
-    """A task's input table: itself, or with ``slot`` given (one range only) that slot's table of a whole shard's result."""
-    return result if slot is None or isinstance(result, CountTable) else result[slot][0]
+def _slot_table(result: list, slot: int, part: int | None) -> CountTable:
+    """One slot's table from a task's result: a shard's (``[slot][range]``, with ``part`` the
+    range) or a piece's or block task's (``[slot]``, ``part`` None)."""
+    return result[slot] if part is None else result[slot][part]
 
 
-def _block_task(vocab: int, slot: int | None, *pieces: CountTable | list[list[CountTable]]) -> CountTable:
-    """Worker task: pieces of one block's shards (one slot, one first-token range) merged into one table."""
-    return merge([_table_of(p, slot) for p in pieces], vocab)
+def _block_task(vocab: int, part: int | None, *inputs: list) -> list[CountTable]:
+    """Worker task: the tables of some of one block's shards (all slots, one first-token range:
+    whole shard results with ``part``, pieces or merges without) merged, one table per slot."""
+    n_slots = len(inputs[0])
+    return [merge([_slot_table(x, s, part) for x in inputs], vocab) for s in range(n_slots)]
 
 
 def _range_task(
-    blocks: list[int], taken_out: list[bool], n_blocks: int, vocab: int, jackknife: bool, slots: list[int | None],
-    *tables: CountTable | list[list[CountTable]],
+    blocks: list[int], taken_out: list[bool], n_blocks: int, vocab: int, jackknife: bool,
+    picks: list[tuple[int, int | None] | None], *tables: CountTable | list,
 ) -> PartialSums:
     """Worker task: one first-token range of one slot, from its table of every block (less the
-    tables ``taken_out`` marks), as partial sums; ``slots`` says which slot's table to take
-    from a whole shard's result."""
-    return range_sums([_table_of(t, s) for t, s in zip(tables, slots)], blocks, n_blocks, vocab, jackknife, taken_out)
+    tables ``taken_out`` marks), as partial sums; ``picks`` gives, for an input that holds
+    several slots' tables, the (slot, range) to take (``_slot_table``)."""
+    chosen = [t if at is None else _slot_table(t, *at) for t, at in zip(tables, picks)]
+    return range_sums(chosen, blocks, n_blocks, vocab, jackknife, taken_out)
 
 
 def _spec_key(spec: list) -> str:

@@ -53,22 +53,45 @@ def assert_close(got: dict, want: dict) -> None:
                                 atol=1e-7, err_msg=f"{key} {name}")
 
 
-@pytest.mark.parametrize("key_ranges, vocab, fan_in", [(None, 200, 32), (3, 200, 32), (3, 300, 2)])
+def merge_tasks(n_tables: int, fan_in: int) -> int:
+    """Tasks of a tree merging ``n_tables`` tables ``fan_in`` at a time."""
+    tasks = 0
+    while n_tables > 1:
+        n_tables = -(-n_tables // fan_in)
+        tasks += n_tables
+    return tasks
+
+
+@pytest.mark.parametrize("key_ranges, vocab, fan_in, shard_tokens", [
+    (None, 200, 1000, 7_000), (None, 300, 2, 7_000), (3, 200, 1000, 7_000), (3, 300, 2, 7_000),
+    (None, 200, 32, 10**9), (3, 300, 32, 10**9),
+])
 def test_dask_sums_equal_local(
     client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key_ranges: int | None, vocab: int, fan_in: int,
+    shard_tokens: int,
 ) -> None:
     """Whole shard tables (small stream) or tables cut into 3 first-token ranges; shards
-    counted in dense tables (vocabulary 200) or in partitions (300); each block's tables
-    merged by one task or by a tree of two-table merges."""
+    counted in dense tables (vocabulary 200) or in partitions (300); several shards a block,
+    merged by one task or by a tree of two-list merges, or one shard a block (no merge).
+
+    The graph has no task per (shard, slot): shards, pieces (a shard's range, all slots),
+    merges, a pick per (slot, range, block) with several ranges, range and combine tasks."""
     monkeypatch.setattr(distributed, "MERGE_FAN_IN", fan_in)
     stream = stream_of(150, 0, vocab)
     offsets, partners = [1, 3, 50, 700], ("real", "rotate", "iid")
     want = PairCounter(stream, n_blocks=8, seed=4).sums_at(offsets, partners)
-    dask = DaskCounter(stream, client, n_blocks=8, seed=4, shard_tokens=7_000, shared_dir=tmp_path,
+    dask = DaskCounter(stream, client, n_blocks=8, seed=4, shard_tokens=shard_tokens, shared_dir=tmp_path,
                        key_ranges=key_ranges)
-    assert len(dask.bounds) - 1 > 2 * dask.n_blocks  # several shards per block
-    assert len(dask.key_edges) - 1 == (key_ranges or 1)
+    per_block = [len(b) for b in dask.block_shards]
+    assert min(per_block) > 2 if shard_tokens < 10**6 else max(per_block) == 1
+    n_ranges = len(dask.key_edges) - 1
+    assert n_ranges == (key_ranges or 1)
     assert_close(dask.sums_at(offsets, partners), want)
+    n_slots, n_shards = len(offsets) * len(partners), len(dask.bounds) - 1
+    picks = n_slots * n_ranges * dask.n_blocks if n_ranges > 1 else 0
+    merges = n_ranges * sum(merge_tasks(n, max(2, fan_in // n_slots)) for n in per_block)
+    pieces = n_shards * n_ranges if n_ranges > 1 else 0
+    assert dask.tasks == n_shards + pieces + merges + picks + n_slots * n_ranges + n_slots
 
 
 def test_profile_table_equal_with_dask_counter(client, tmp_path: Path) -> None:
