@@ -4,8 +4,10 @@ On the same English token streams as bench_speed.py, the default profile (29 off
 rotation null, jackknife interval) is computed by the local kernels and by ``DaskCounter``
 on an embedded LocalCluster (processes, one thread each). Reports the largest difference of
 MI and of the standard error, wall time of each, worker-seconds spent counting shards and
-merging tables, the merged tables' entries per pair, and the workers' peak RSS, then the
-per-token costs that docs/scale.md extrapolates from.
+merging tables, the tasks each run submitted, the merged tables' entries per pair, and the
+workers' peak RSS, then the per-token costs that docs/scale.md extrapolates from; the
+wall time of a no-op task on the same cluster, and the graph's size at 10^9 to 10^11
+tokens (``distributed.graph_tasks``).
 
 Then the client's memory: ``depstat.profile`` of ``--client-mb`` and twice that of the
 same text as jsonl at bytes, and of ``--client-mb`` at bytes and BPE-8k (offsets up to
@@ -42,7 +44,9 @@ from distributed import get_task_stream
 from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents, offset_grid
 from benchlib import format_table, machine_line
 from depstat import kernels
-from depstat.distributed import DaskCounter, dask_client
+from depstat.distributed import (
+    MAX_KEY_RANGES, OFFSETS_PER_BATCH, RANGE_TOKENS, SHARD_TOKENS, DaskCounter, dask_client, graph_tasks,
+)
 from depstat.profile import mi_profile
 from depstat.stream import TokenStream
 
@@ -66,6 +70,33 @@ def entries_per_pair(stream: TokenStream) -> str:
             np.array([0]), np.array([0]), 1, int(stream.vocab_size))
         out.append(f"{len(keys) / max(int(counts.sum()), 1):.3f}")
     return " / ".join(out)
+
+
+def graph_rows(n_blocks: int = 20, partners: int = 2) -> list[list[object]]:
+    """Tasks of the default profile's graph at larger corpora (``distributed.graph_tasks``):
+    shards of SHARD_TOKENS positions, the default first-token ranges, batches of
+    OFFSETS_PER_BATCH offsets x ``partners`` slots."""
+    rows = []
+    batches = -(-N_OFFSETS // OFFSETS_PER_BATCH)
+    for n in (10**9, 10**10, 10**11):
+        per_block = [-(-n // (n_blocks * SHARD_TOKENS))] * n_blocks
+        ranges = min(MAX_KEY_RANGES, -(-n // RANGE_TOKENS))
+        tasks = graph_tasks(per_block, OFFSETS_PER_BATCH * partners, ranges)
+        rows.append([f"{n:.0e}", f"{sum(per_block):,}", ranges, f"{tasks:,}", f"{tasks * batches:,}"])
+    return rows
+
+
+def _nothing(*inputs: object) -> None:
+    """A task that does nothing: its wall time is the scheduler's and the workers' overhead."""
+
+
+def task_overhead_ms(client, n: int = 4000) -> float:
+    """Wall milliseconds per task of ``n`` no-op tasks submitted one by one, as ``DaskCounter``
+    does, and gathered by tasks that each take 32 of them."""
+    start = time.perf_counter()
+    leaves = [client.submit(_nothing, i, key=f"overhead-{i}") for i in range(n)]
+    client.gather([client.submit(_nothing, *leaves[k : k + 32], key=f"overhead-sum-{k}") for k in range(0, n, 32)])
+    return (time.perf_counter() - start) * 1e3 / (n + -(-n // 32))
 
 
 def task_seconds(stream_log: list[dict]) -> dict[str, float]:
@@ -192,6 +223,7 @@ def main() -> None:
                     note if per_block == args.shards_per_block[0] else "",
                 ])
         rss = client.run(peak_rss_mib)
+        overhead = task_overhead_ms(client)
     print(f"\n{len(offsets)} offsets up to {MAX_OFFSET}, default estimator with interval; "
           f"Dask: LocalCluster, {args.workers} worker processes x 1 thread")
     print(format_table(
@@ -202,6 +234,10 @@ def main() -> None:
         ["stream", "shards a block", "count shards s", "merge + sums s", "count ns/pair", "merge + sums ns/pair",
          "table entries/pair at r=1,64,2048", "text"],
         cost_rows))
+    print(f"\nscheduling overhead: {overhead:.2f} ms a task (no-op tasks on this LocalCluster, submitted one by one; "
+          "the scheduler, client and workers share the machine's cores)")
+    print(f"tasks of the graph at larger corpora ({N_OFFSETS} offsets, real + rotation null, 20 blocks)")
+    print(format_table(["tokens", "shards", "first-token ranges", "tasks a batch", "tasks a profile"], graph_rows()))
     print("\nworker peak RSS (MiB): " + ", ".join(f"{v:.0f}" for v in rss.values()))
     with tempfile.TemporaryDirectory() as tmp:
         mem_rows = client_memory(docs, args.client_mb, args.workers, Path(tmp))

@@ -86,6 +86,11 @@ def corpus_options() -> argparse.ArgumentParser:
     w.add_argument("--workers", type=int, default=None, metavar="N", help="tokenize and count on an embedded Dask LocalCluster of N worker processes")
     w.add_argument("--scheduler", default=None, metavar="ADDRESS", help="tokenize and count on an existing Dask cluster (e.g. tcp://host:8786)")
     d.add_argument("--shared-dir", default=None, metavar="DIR", help="where workers write and read the token stream (must be shared storage with --scheduler; default: temp dir)")
+    d.add_argument(
+        "--shard-tokens", type=_size, default=None, metavar="N",
+        help="positions each shard task counts (default 4M; K, M, G suffixes are powers of 1024): larger shards "
+        "mean fewer tasks for the scheduler and more memory a task (see docs/scale.md)",
+    )
     return p
 
 
@@ -199,6 +204,7 @@ def run_profile(args: argparse.Namespace) -> Profile:
         workers=args.workers,
         scheduler=args.scheduler,
         shared_dir=args.shared_dir,
+        shard_tokens=args.shard_tokens,
         pair_memory=args.pair_memory,
         text_field=args.text_field,
         ids_field=args.ids_field,

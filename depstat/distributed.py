@@ -116,10 +116,16 @@ class Engine:
 @contextmanager
 def engine(
     workers: int | None = None, scheduler: str | None = None, shared_dir: str | os.PathLike | None = None,
-    pair_memory: int | None = None,
+    pair_memory: int | None = None, shard_tokens: int | None = None,
 ) -> Iterator[Engine]:
     """The local engine (its pair buffers capped at ``pair_memory`` bytes), or with
-    ``workers``/``scheduler`` a Dask one: tokenization and counting on the workers."""
+    ``workers``/``scheduler`` a Dask one: tokenization and counting on the workers, in shard
+    tasks of ``shard_tokens`` positions (default SHARD_TOKENS)."""
+    if shard_tokens is not None and workers is None and scheduler is None:
+        raise DepstatError("--shard-tokens sizes the Dask engine's shard tasks",
+                           hint="add --workers N or --scheduler ADDRESS, or drop --shard-tokens")
+    if shard_tokens is not None and shard_tokens < 1:
+        raise DepstatError(f"--shard-tokens must be positive, got {shard_tokens}")
     if workers is None and scheduler is None:
         if pair_memory is None:
             yield Engine()
@@ -139,10 +145,13 @@ def engine(
         encoder = WorkerEncoder(client, directory)
 
         def make(stream: TokenStream, n_blocks: int = 20, seed: int = 0) -> DaskCounter:
-            return DaskCounter(stream, client, n_blocks=n_blocks, seed=seed, shared_dir=directory)
+            return DaskCounter(stream, client, n_blocks=n_blocks, seed=seed, shared_dir=directory,
+                               shard_tokens=shard_tokens or SHARD_TOKENS)
 
+        info = {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster",
+                "shard_tokens": shard_tokens or SHARD_TOKENS}
         try:
-            yield Engine(make, encoder, {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster"})
+            yield Engine(make, encoder, info)
         finally:
             encoder.remove_files()
 
@@ -365,6 +374,21 @@ class DaskCounter:
             futures.append(submit(combine, parts, jackknife, key=f"combine-{s}"))
         results = self.client.gather(futures)
         return {(p, r): res for (r, _, p), res in zip(slots, results)}
+
+
+def graph_tasks(shards_per_block: Sequence[int], n_slots: int, n_ranges: int) -> int:
+    """Tasks ``DaskCounter.sums_at`` submits for one batch of ``n_slots`` slots, given each
+    block's shard count and the first-token ranges: the graph the scheduler is given."""
+    fan_in = max(2, MERGE_FAN_IN // n_slots)
+    merges = 0
+    for n in shards_per_block:
+        while n > 1:
+            n = -(-n // fan_in)
+            merges += n
+    n_shards = sum(shards_per_block)
+    several = n_ranges > 1
+    pieces, picks = (n_shards * n_ranges, n_slots * n_ranges * len(shards_per_block)) if several else (0, 0)
+    return n_shards + pieces + merges * n_ranges + picks + n_slots * n_ranges + n_slots
 
 
 def first_token_edges(stream: TokenStream, n_ranges: int) -> np.ndarray:

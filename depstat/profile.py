@@ -242,6 +242,7 @@ def profile(
     scheduler: str | None = None,
     shared_dir: str | Path | None = None,
     pair_memory: int | None = None,
+    shard_tokens: int | None = None,
     **corpus_options,
 ) -> Profile:
     """Profile a corpus (a path, glob, ``hf:OWNER/NAME`` or an open Corpus) at each granularity.
@@ -254,7 +255,8 @@ def profile(
     tokenized shards are kept there and reused (``depstat.cache``); ``Profile.run`` says
     how many, and the seconds spent tokenizing, counting and estimating. With ``workers``
     (an embedded Dask LocalCluster) or ``scheduler`` (an existing cluster's address) the
-    pairs are counted on Dask workers (``depstat.distributed``), with the same results.
+    pairs are counted on Dask workers (``depstat.distributed``), with the same results, in
+    shard tasks of ``shard_tokens`` positions (default ``distributed.SHARD_TOKENS``).
     ``pair_memory`` (bytes) caps the local counter's pair buffers (``PairCounter``).
     """
     _check_estimator(estimator)
@@ -272,7 +274,7 @@ def profile(
 
     with (
         _local_copy(corpus, max_docs, max_tokens) as source,
-        engine(workers, scheduler, shared_dir, pair_memory) as run,
+        engine(workers, scheduler, shared_dir, pair_memory, shard_tokens) as run,
     ):
         return _profile(
             corpus, source, granularities, tokenizers, grid, estimator, confidence, n_blocks,

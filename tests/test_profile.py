@@ -164,6 +164,8 @@ def test_pair_memory_counts_in_groups_with_the_same_profile(
     assert "expected a size such as 512M" in capsys.readouterr().err
     with pytest.raises(depstat.DepstatError, match="--pair-memory caps the local counter"):
         depstat.profile(str(small_corpus), workers=2, pair_memory=4096, **opts)
+    with pytest.raises(depstat.DepstatError, match="--shard-tokens sizes the Dask engine"):
+        depstat.profile(str(small_corpus), shard_tokens=1 << 20, **opts)
 
 
 def test_spooled_streams_and_capped_counters_are_file_backed() -> None:
