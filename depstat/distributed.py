@@ -323,7 +323,7 @@ class DaskCounter:
             self.tasks += 1
             return self.client.submit(*args, key=f"depstat-{key}-{tag}")
 
-        per_shard = []  # per shard: one input per range, all slots (a whole shard result, range picked later, when one range)
+        per_shard = []  # per shard and range, every slot's tables: with one range, the whole shard result
         for i, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
             ends = self.doc_ends[np.searchsorted(self.doc_ends, lo, side="right"):
                                  np.searchsorted(self.doc_ends, hi, side="left") + 1]
