@@ -81,7 +81,7 @@ def graph_rows(n_blocks: int = 20, partners: int = 2) -> list[list[object]]:
     for n in (10**9, 10**10, 10**11):
         per_block = [-(-n // (n_blocks * SHARD_TOKENS))] * n_blocks
         ranges = min(MAX_KEY_RANGES, -(-n // RANGE_TOKENS))
-        tasks = graph_tasks(per_block, OFFSETS_PER_BATCH * partners, ranges)
+        tasks = graph_tasks(per_block, OFFSETS_PER_BATCH * partners, ranges, OFFSETS_PER_BATCH - 1)
         rows.append([f"{n:.0e}", f"{sum(per_block):,}", ranges, f"{tasks:,}", f"{tasks * batches:,}"])
     return rows
 

@@ -15,9 +15,10 @@ For each batch of offsets:
    that each hold about MERGE_FAN_IN tables (``tables.merge``); with several ranges, a
    task per (slot, range, block) then picks one slot's table where the merge left it;
 4. a task per (slot, range) takes that range's sums and jackknife deltas from its table of
-   every block, first token by first token, in dense arrays (``tables.range_sums``; for the
-   null at a larger offset, the smallest offset's tables less the dropped pairs' tables):
-   its memory is about 1/ranges of one offset's per-block tables;
+   every block, first token by first token, in dense arrays (``tables.range_sums``): its
+   memory is about 1/ranges of one offset's per-block tables. The rotation null's task at
+   the smallest offset also gives its sums at the batch's larger offsets, changing only
+   the cells whose pairs those offsets drop (``tables.swept_range_sums``);
 5. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
    travel back to the client.
 
@@ -57,7 +58,9 @@ from depstat.estimators import TableSums
 from depstat.granularity import encode_shard, encode_stream, vocab_size_of
 from depstat.progress import bar
 from depstat.stream import TokenStream, token_dtype
-from depstat.tables import CountTable, PartialSums, combine, merge, range_sums, shard_tables, split
+from depstat.tables import (
+    CountTable, PartialSums, combine, merge, range_sums, shard_tables, split, swept_range_sums,
+)
 
 SHARD_TOKENS = 1 << 22  # positions per shard task
 ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
@@ -310,7 +313,8 @@ class DaskCounter:
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
         # The rotation null's partner does not depend on the offset: at each larger offset of the
         # batch its table is the one at the smallest less the pairs of the positions that offset
-        # drops, so only those are counted (``upto``) and taken out in the range tasks.
+        # drops, so only those are counted (``upto``), and the smallest offset's range tasks
+        # change only the cells they touch (``swept_range_sums``).
         rotate = sorted((int(r), i) for i, (r, m) in enumerate(zip(slot_r, slot_mode)) if m == kernels.MODE_ROTATE)
         base_of = {i: rotate[0][1] for _, i in rotate[1:]}
         spec = [(int(slot_r[base_of[i]]), int(m), int(sd), int(r)) if i in base_of else (int(r), int(m), int(sd), 0)
@@ -345,40 +349,46 @@ class DaskCounter:
                     level += 1
                 top[q][g] = (ins[0], pick if level == 0 else None)
 
-        picked: dict[tuple[int, int, int], object] = {}
-
         def block_table(s: int, q: int, g: int) -> tuple[object, tuple[int, int | None] | None]:
             """Slot s's table of range q and block g, and what a range task picks from it: with one
             range, the whole result (little data); with several, a task picks it where it lies."""
             result, rng = top[q][g]
             if n_ranges == 1:
                 return result, (s, rng)
-            if (s, q, g) not in picked:  # the rotation null's base slot serves the batch's larger offsets too
-                picked[s, q, g] = submit(_slot_table, result, s, rng, key=f"pick-{s}-{q}-{g}")
-            return picked[s, q, g], None
+            return submit(_slot_table, result, s, rng, key=f"pick-{s}-{q}-{g}"), None
 
-        futures = []
+        # the null's larger offsets are swept by the range tasks of its smallest: one range task a
+        # range for all of them, and each such slot's combine takes its own entry of their results
+        swept = {s: [s] + sorted((i for i in base_of if base_of[i] == s), key=lambda i: slot_r[i])
+                 for s in set(base_of.values())}
+        entry = {i: (s, k) for s, group in swept.items() for k, i in enumerate(group)}
+        ranged = {}
         for s in range(n_slots):
-            sources = [(base_of[s], False), (s, True)] if s in base_of else [(s, False)]  # (slot, taken out)
-            parts = []
+            if s in base_of:
+                continue
             for q in range(n_ranges):
-                tables, picks, out = [], [], []
-                for i, taken in sources:
+                tables, picks = [], []
+                for i in swept.get(s, [s]):
                     for g in range(self.n_blocks):
                         table, at = block_table(i, q, g)
                         tables.append(table)
                         picks.append(at)
-                    out += [taken] * self.n_blocks
-                parts.append(submit(_range_task, list(range(self.n_blocks)) * len(sources), out, self.n_blocks,
-                                    vocab, jackknife, picks, *tables, key=f"range-{s}-{q}"))
-            futures.append(submit(combine, parts, jackknife, key=f"combine-{s}"))
+                ranged[s, q] = submit(_range_task, self.n_blocks, vocab, jackknife, len(swept.get(s, [s])), picks,
+                                      *tables, key=f"range-{s}-{q}")
+        futures = []
+        for s in range(n_slots):
+            base, k = entry.get(s, (s, None))
+            futures.append(submit(_combine_entry, [ranged[base, q] for q in range(n_ranges)], k, jackknife,
+                                  key=f"combine-{s}"))
         results = self.client.gather(futures)
         return {(p, r): res for (r, _, p), res in zip(slots, results)}
 
 
-def graph_tasks(shards_per_block: Sequence[int], n_slots: int, n_ranges: int) -> int:
+def graph_tasks(shards_per_block: Sequence[int], n_slots: int, n_ranges: int, n_swept: int = 0) -> int:
     """Tasks ``DaskCounter.sums_at`` submits for one batch of ``n_slots`` slots, given each
-    block's shard count and the first-token ranges: the graph the scheduler is given."""
+    block's shard count and the first-token ranges, ``n_swept`` of the slots being the
+    rotation null at the batch's larger offsets (summed by its smallest offset's range
+    tasks): the graph the scheduler is given."""
     fan_in = max(2, MERGE_FAN_IN // n_slots)
     merges = 0
     for n in shards_per_block:
@@ -388,7 +398,7 @@ def graph_tasks(shards_per_block: Sequence[int], n_slots: int, n_ranges: int) ->
     n_shards = sum(shards_per_block)
     several = n_ranges > 1
     pieces, picks = (n_shards * n_ranges, n_slots * n_ranges * len(shards_per_block)) if several else (0, 0)
-    return n_shards + pieces + merges * n_ranges + picks + n_slots * n_ranges + n_slots
+    return n_shards + pieces + merges * n_ranges + picks + (n_slots - n_swept) * n_ranges + n_slots
 
 
 def first_token_edges(stream: TokenStream, n_ranges: int) -> np.ndarray:
@@ -428,14 +438,24 @@ def _block_task(vocab: int, part: int | None, *inputs: list) -> list[CountTable]
 
 
 def _range_task(
-    blocks: list[int], taken_out: list[bool], n_blocks: int, vocab: int, jackknife: bool,
-    picks: list[tuple[int, int | None] | None], *tables: CountTable | list,
-) -> PartialSums:
-    """Worker task: one first-token range of one slot, from its table of every block (less the
-    tables ``taken_out`` marks), as partial sums; ``picks`` gives, for an input that holds
-    several slots' tables, the (slot, range) to take (``_slot_table``)."""
+    n_blocks: int, vocab: int, jackknife: bool, n_slots: int, picks: list[tuple[int, int | None] | None],
+    *tables: CountTable | list,
+) -> PartialSums | list[PartialSums]:
+    """Worker task: one first-token range of a slot, from its table of every block, as partial
+    sums; with ``n_slots`` > 1, of the rotation null at a batch's smallest offset and, after
+    it, of each larger offset, from the tables of the pairs it drops (``swept_range_sums``:
+    a list). ``picks`` gives, for an input that holds several slots' tables, the (slot,
+    range) to take (``_slot_table``)."""
     chosen = [t if at is None else _slot_table(t, *at) for t, at in zip(tables, picks)]
-    return range_sums(chosen, blocks, n_blocks, vocab, jackknife, taken_out)
+    if n_slots == 1:
+        return range_sums(chosen, list(range(n_blocks)), n_blocks, vocab, jackknife)
+    per_slot = [chosen[k * n_blocks : (k + 1) * n_blocks] for k in range(n_slots)]
+    return swept_range_sums(per_slot[0], per_slot[1:], vocab, jackknife)
+
+
+def _combine_entry(parts: list, entry: int | None, jackknife: bool) -> TableSums:
+    """Worker task: ``combine`` of the ranges' partial sums, or of entry ``entry`` of each range's list."""
+    return combine(parts if entry is None else [p[entry] for p in parts], jackknife)
 
 
 def _spec_key(spec: list) -> str:

@@ -1346,6 +1346,134 @@ def piece_sums(
     return joint, joint_jk, first, second
 
 
+@nb.njit(cache=True)
+def swept_piece_sums(
+    keys: np.ndarray, counts: np.ndarray, starts: np.ndarray, dkeys: np.ndarray, dcounts: np.ndarray,
+    dstarts: np.ndarray, n_later: int, vocab: int, tables: np.ndarray, jackknife: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``piece_sums`` of one table per block (piece g is block g's), and the same sums after
+    each of ``n_later`` sets of its pairs are taken out: drop piece ``k * blocks + g`` holds
+    block g's pairs that set k takes out (the rotation null's pairs that the batch's k-th
+    larger offset drops; each set is taken out of the whole table, not of the previous set).
+
+    First token by first token, the table's sums are taken as ``piece_sums`` takes them,
+    and each block's part of every cell a drop touches is noted; each set then changes
+    only the cells it touches: their sums by f(t - d) - f(t), and, for each block holding
+    part c of such a cell and d of the set's pairs, its delete-one-block delta from
+    f(t - c) - f(t) to f(t - d_total - (c - d)) - f(t - d_total). As the local engine's
+    sweep, O(table + dropped cells x blocks) for all the sets, not O(table x sets).
+    Returns ``(joint, joint_jk, first, second)``: row 0 the table's, row k + 1 set k's; the
+    per-block marginal counts of the table only.
+    """
+    n_blocks = starts.shape[0] - 1
+    joint = np.zeros((n_later + 1, N_SUMS))
+    joint_jk = np.zeros((n_later + 1, n_blocks, N_SUMS))
+    first = np.zeros((n_blocks, vocab), dtype=np.int64)
+    second = np.zeros((n_blocks, vocab), dtype=np.int64)
+    for g in range(n_blocks):
+        _piece_marginals(keys, counts, starts[g], starts[g + 1], vocab, first[g], second[g])
+    cur, stop = starts[:-1].copy(), starts[:-1].copy()
+    dcur, dstop = dstarts[:-1].copy(), dstarts[:-1].copy()
+    x_lo, x_hi = _piece_span(keys, starts, vocab)
+    total = np.zeros(vocab, dtype=np.int64)
+    part = np.zeros(vocab, dtype=np.int64)
+    cells = np.empty(vocab, dtype=np.int64)
+    in_block = np.empty(vocab, dtype=np.int64)
+    marked = np.zeros(vocab, dtype=np.bool_)  # cells some set takes pairs out of
+    dropped = np.zeros(vocab, dtype=np.int64)  # a set's pairs of each cell
+    dropped_cells = np.empty(vocab, dtype=np.int64)
+    dropped_part = np.zeros(vocab, dtype=np.int64)  # a set's pairs of each cell in one block
+    held_block = np.empty(keys.shape[0], dtype=np.int64)  # (block, cell, part) of the marked cells
+    held_cell = np.empty(keys.shape[0], dtype=np.int64)
+    held_part = np.empty(keys.shape[0], dtype=np.int64)
+    for x in range(x_lo, x_hi):
+        base, end = x * vocab, (x + 1) * vocab
+        n_cells = _gather_token(keys, counts, starts, cur, stop, base, end, total, cells)
+        any_drop = False
+        for i in range(dcur.shape[0]):
+            j, last = dcur[i], dstarts[i + 1]
+            while j < last and dkeys[j] < end:
+                marked[dkeys[j] - base] = True
+                j += 1
+            dstop[i] = j
+            any_drop |= j > dcur[i]
+        n_held = 0
+        for g in range(n_blocks if jackknife else 0):
+            n_in = 0
+            for j in range(cur[g], stop[g]):
+                y = keys[j] - base
+                in_block[n_in] = y
+                n_in += part[y] == 0
+                part[y] += counts[j]
+            d0, d1, emptied = 0.0, 0.0, 0
+            for c in range(n_in):
+                y = in_block[c]
+                m = part[y]
+                part[y] = 0
+                t = total[y]
+                after0, after1 = _cell_sums(t - m, tables)
+                before0, before1 = _cell_sums(t, tables)
+                d0 += after0 - before0
+                d1 += after1 - before1
+                emptied += m == t
+                if marked[y]:
+                    held_block[n_held], held_cell[n_held], held_part[n_held] = g, y, m
+                    n_held += 1
+            joint_jk[0, g, 0] += d0
+            joint_jk[0, g, 1] += d1
+            joint_jk[0, g, 2] -= emptied
+        s0, s1 = 0.0, 0.0
+        for c in range(n_cells):
+            v0, v1 = _cell_sums(total[cells[c]], tables)
+            s0 += v0
+            s1 += v1
+        joint[0, 0] += s0
+        joint[0, 1] += s1
+        joint[0, 2] += n_cells
+        for k in range(n_later if any_drop else 0):
+            n_d = 0
+            for i in range(k * n_blocks, (k + 1) * n_blocks):
+                for j in range(dcur[i], dstop[i]):
+                    y = dkeys[j] - base
+                    dropped_cells[n_d] = y
+                    n_d += dropped[y] == 0
+                    dropped[y] += dcounts[j]
+            for c in range(n_d):
+                y = dropped_cells[c]
+                _add_delta(joint[k + 1], total[y], dropped[y], tables)
+            h = 0
+            for g in range(n_blocks if jackknife and n_d > 0 else 0):
+                i = k * n_blocks + g
+                for j in range(dcur[i], dstop[i]):
+                    dropped_part[dkeys[j] - base] += dcounts[j]
+                while h < n_held and held_block[h] == g:
+                    y = held_cell[h]
+                    d_all, t, c, d = dropped[y], total[y], held_part[h], dropped_part[y]
+                    if d_all > 0:  # this set touches the cell: its delta for block g moves
+                        out = joint_jk[k + 1, g]
+                        _add_sums(out, t - d_all - (c - d), tables, 1.0)  # the delta after ...
+                        _add_sums(out, t - d_all, tables, -1.0)
+                        _add_sums(out, t - c, tables, -1.0)  # ... less the delta before
+                        _add_sums(out, t, tables, 1.0)
+                    h += 1
+                for j in range(dcur[i], dstop[i]):
+                    dropped_part[dkeys[j] - base] = 0
+            for c in range(n_d):
+                dropped[dropped_cells[c]] = 0
+        for c in range(n_cells):
+            total[cells[c]] = 0
+        for i in range(dcur.shape[0]):
+            for j in range(dcur[i], dstop[i]):
+                marked[dkeys[j] - base] = False
+            dcur[i] = dstop[i]
+        for g in range(n_blocks):
+            cur[g] = stop[g]
+    for k in range(1, n_later + 1):
+        joint[k] += joint[0]
+        joint_jk[k] += joint_jk[0]
+    return joint, joint_jk, first, second
+
+
 @nb.njit(cache=True, inline="always")
 def _slot_positions(a: int, hi: int, end: int, r: int, upto: int) -> range:
     """A slot's positions of ``a:hi`` in the document ending at ``end``: those with a partner r

@@ -111,12 +111,50 @@ def range_sums(
     joint, joint_jk, first_blocks, second_blocks = kernels.piece_sums(
         keys, counts, starts, blocks, n_blocks, vocab, sums_tables, jackknife,
     )
+    return _partial(joint, joint_jk, first_blocks, second_blocks, jackknife)
+
+
+def _partial(
+    joint: np.ndarray, joint_jk: np.ndarray, first_blocks: np.ndarray, second_blocks: np.ndarray, jackknife: bool,
+) -> PartialSums:
+    """PartialSums from the joint sums and the per-block first- and second-token counts."""
+    sums_tables = kernels.SUM_TABLES
+    n_blocks = first_blocks.shape[0]
     first = first_blocks.sum(axis=0)
     first_jk = np.zeros((n_blocks, kernels.N_SUMS))
     for g in range(n_blocks if jackknife else 0):
         hit = first_blocks[g] > 0
         first_jk[g] = kernels.count_deltas(first[hit], first_blocks[g][hit], sums_tables)
     return PartialSums(joint, kernels.count_sums(first, sums_tables), joint_jk, first_jk, second_blocks)
+
+
+def swept_range_sums(
+    tables: Sequence[CountTable], drops: Sequence[Sequence[CountTable]], vocab: int, jackknife: bool = True,
+) -> list[PartialSums]:
+    """The rotation null's partial sums of one first-token range at a batch's smallest offset,
+    from its table of every block (``tables[g]``), then at each larger offset k, less the
+    pairs that offset drops (``drops[k][g]``, pairs ``tables[g]`` holds).
+
+    ``kernels.swept_piece_sums`` sums the tables once and changes only the cells the
+    dropped pairs touch, as the local engine's sweep does; the marginals lose the dropped
+    pairs' counts.
+    """
+    if any(len(group) != len(tables) for group in drops):
+        raise ValueError("every larger offset needs one table of dropped pairs per block")
+    keys, counts, starts = _concatenated(tables)
+    dkeys, dcounts, dstarts = _concatenated([t for group in drops for t in group])
+    joint, joint_jk, first, second = kernels.swept_piece_sums(
+        keys, counts, starts, dkeys, dcounts, dstarts, len(drops), vocab, kernels.SUM_TABLES, jackknife,
+    )
+    out = [_partial(joint[0], joint_jk[0], first, second, jackknife)]
+    for k, group in enumerate(drops):
+        first_k, second_k = first.copy(), second.copy()
+        for g, t in enumerate(group):
+            x = t.keys // vocab
+            np.subtract.at(first_k[g], x, t.counts)
+            np.subtract.at(second_k[g], t.keys - x * vocab, t.counts)
+        out.append(_partial(joint[k + 1], joint_jk[k + 1], first_k, second_k, jackknife))
+    return out
 
 
 def combine(parts: Sequence[PartialSums], jackknife: bool = True) -> TableSums:

@@ -66,7 +66,8 @@ def test_dask_sums_equal_local(
     merged by one task or by a tree of two-list merges, or one shard a block (no merge).
 
     The graph has no task per (shard, slot): shards, pieces (a shard's range, all slots),
-    merges, a pick per (slot, range, block) with several ranges, range and combine tasks."""
+    merges, a pick per (slot, range, block) with several ranges, range tasks (one a range
+    for all the null's offsets) and combine tasks."""
     monkeypatch.setattr(distributed, "MERGE_FAN_IN", fan_in)
     stream = stream_of(150, 0, vocab)
     offsets, partners = [1, 3, 50, 700], ("real", "rotate", "iid")
@@ -78,7 +79,7 @@ def test_dask_sums_equal_local(
     n_ranges = len(dask.key_edges) - 1
     assert n_ranges == (key_ranges or 1)
     assert_close(dask.sums_at(offsets, partners), want)
-    assert dask.tasks == graph_tasks(per_block, len(offsets) * len(partners), n_ranges)
+    assert dask.tasks == graph_tasks(per_block, len(offsets) * len(partners), n_ranges, len(offsets) - 1)
 
 
 def test_profile_table_equal_with_dask_counter(client, tmp_path: Path) -> None:

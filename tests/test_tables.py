@@ -10,9 +10,39 @@ from hypothesis import strategies as st
 from depstat import kernels
 from depstat.counting import PARTNER_MODES, jackknife_blocks, partner_seed
 from depstat.distributed import shards
-from depstat.tables import CountTable, combine, merge, range_sums, shard_tables, split
+from depstat.tables import CountTable, combine, merge, range_sums, shard_tables, split, swept_range_sums
 from tests import naive
 from tests.test_kernels import assert_sums_equal, streams
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stream=streams(),
+    r=st.integers(1, 30),
+    further=st.lists(st.integers(1, 40), min_size=1, max_size=3, unique=True),
+    n_blocks=st.integers(2, 5),
+    n_ranges=st.integers(1, 3),
+)
+def test_swept_null_equals_a_recount_at_each_offset(stream, r, further, n_blocks, n_ranges) -> None:
+    """``swept_range_sums``: the null's sums at r from its tables, and at each larger offset
+    by changing only the cells its dropped pairs touch, per first-token range, equal a
+    recount at every offset."""
+    block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
+    ends = np.cumsum(stream.doc_lengths)
+    shift, v, mode = max(stream.n_tokens // 2, 1), stream.vocab_size, PARTNER_MODES["rotate"]
+    n_blocks = len(block_starts) - 1
+    slots = [(r, mode, 0)] + [(r, mode, 0, r + f) for f in sorted(further)]
+    per_block = [shard_tables(stream.tokens, lo, hi, ends, slots, shift, v) for lo, hi in
+                 zip(block_starts[:-1], block_starts[1:])]
+    edges = np.unique(np.linspace(0, v, n_ranges + 1).astype(np.int64)) * v
+    cut = [[split(t, edges, v) for t in block] for block in per_block]  # [block][slot][range]
+    parts = [swept_range_sums([cut[g][0][q] for g in range(n_blocks)],
+                              [[cut[g][k][q] for g in range(n_blocks)] for k in range(1, len(slots))], v)
+             for q in range(len(edges) - 1)]
+    for k, (_, _, _, *upto) in enumerate(slots):
+        want = naive.naive_sums(stream.tokens, stream.doc_lengths, v, upto[0] if upto else r, "rotate",
+                                block_starts, shift, 0)
+        assert_sums_equal(combine([p[k] for p in parts]), want)
 
 
 @settings(max_examples=80, deadline=None)
