@@ -43,6 +43,12 @@ def test_swept_null_equals_a_recount_at_each_offset(stream, r, further, n_blocks
         want = naive.naive_sums(stream.tokens, stream.doc_lengths, v, upto[0] if upto else r, "rotate",
                                 block_starts, shift, 0)
         assert_sums_equal(combine([p[k] for p in parts]), want)
+    point = swept_range_sums([cut[g][0][0] for g in range(n_blocks)],
+                             [[cut[g][k][0] for g in range(n_blocks)] for k in range(1, len(slots))], v,
+                             jackknife=False)  # point only: the same sums, no deltas
+    for k, sums in enumerate(point):
+        npt.assert_allclose(sums.joint, parts[0][k].joint, rtol=1e-12)
+        assert not sums.joint_jk.any() and not sums.first_jk.any()
 
 
 @settings(max_examples=80, deadline=None)
