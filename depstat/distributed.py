@@ -19,8 +19,8 @@ For each batch of offsets:
    memory is about 1/ranges of one offset's per-block tables. The rotation null's task at
    the smallest offset also gives its sums at the batch's larger offsets, changing only
    the cells whose pairs those offsets drop (``tables.swept_range_sums``);
-5. a task per slot adds the ranges' sums (``tables.combine``); only these ``TableSums``
-   travel back to the client.
+5. a task per slot (one for all the null's) adds the ranges' sums (``tables.combine``);
+   only these ``TableSums`` travel back to the client.
 
 Shards never straddle a block, tasks are pure, and integer counts are added before any
 float sum is taken, in a fixed order: the result does not depend on the number of workers,
@@ -357,38 +357,38 @@ class DaskCounter:
                 return result, (s, rng)
             return submit(_slot_table, result, s, rng, key=f"pick-{s}-{q}-{g}"), None
 
-        # the null's larger offsets are swept by the range tasks of its smallest: one range task a
-        # range for all of them, and each such slot's combine takes its own entry of their results
+        # the null's larger offsets are swept by the range and combine tasks of its smallest: one
+        # range task a range and one combine task for all of them
         swept = {s: [s] + sorted((i for i in base_of if base_of[i] == s), key=lambda i: slot_r[i])
                  for s in set(base_of.values())}
-        entry = {i: (s, k) for s, group in swept.items() for k, i in enumerate(group)}
-        ranged = {}
+        futures, owners = [], []
         for s in range(n_slots):
             if s in base_of:
                 continue
+            group = swept.get(s, [s])
+            parts = []
             for q in range(n_ranges):
                 tables, picks = [], []
-                for i in swept.get(s, [s]):
+                for i in group:
                     for g in range(self.n_blocks):
                         table, at = block_table(i, q, g)
                         tables.append(table)
                         picks.append(at)
-                ranged[s, q] = submit(_range_task, self.n_blocks, vocab, jackknife, len(swept.get(s, [s])), picks,
-                                      *tables, key=f"range-{s}-{q}")
-        futures = []
-        for s in range(n_slots):
-            base, k = entry.get(s, (s, None))
-            futures.append(submit(_combine_entry, [ranged[base, q] for q in range(n_ranges)], k, jackknife,
-                                  key=f"combine-{s}"))
-        results = self.client.gather(futures)
-        return {(p, r): res for (r, _, p), res in zip(slots, results)}
+                parts.append(submit(_range_task, self.n_blocks, vocab, jackknife, len(group), picks, *tables,
+                                    key=f"range-{s}-{q}"))
+            futures.append(submit(_combine_task, parts, len(group), jackknife, key=f"combine-{s}"))
+            owners.append(group)
+        results = {}
+        for group, result in zip(owners, self.client.gather(futures)):
+            results.update(zip(group, result))
+        return {(p, r): results[i] for i, (r, _, p) in enumerate(slots)}
 
 
 def graph_tasks(shards_per_block: Sequence[int], n_slots: int, n_ranges: int, n_swept: int = 0) -> int:
     """Tasks ``DaskCounter.sums_at`` submits for one batch of ``n_slots`` slots, given each
     block's shard count and the first-token ranges, ``n_swept`` of the slots being the
-    rotation null at the batch's larger offsets (summed by its smallest offset's range
-    tasks): the graph the scheduler is given."""
+    rotation null at the batch's larger offsets (summed by its smallest offset's range and
+    combine tasks): the graph the scheduler is given."""
     fan_in = max(2, MERGE_FAN_IN // n_slots)
     merges = 0
     for n in shards_per_block:
@@ -398,7 +398,7 @@ def graph_tasks(shards_per_block: Sequence[int], n_slots: int, n_ranges: int, n_
     n_shards = sum(shards_per_block)
     several = n_ranges > 1
     pieces, picks = (n_shards * n_ranges, n_slots * n_ranges * len(shards_per_block)) if several else (0, 0)
-    return n_shards + pieces + merges * n_ranges + picks + (n_slots - n_swept) * n_ranges + n_slots
+    return n_shards + pieces + merges * n_ranges + picks + (n_slots - n_swept) * (n_ranges + 1)
 
 
 def first_token_edges(stream: TokenStream, n_ranges: int) -> np.ndarray:
@@ -453,9 +453,12 @@ def _range_task(
     return swept_range_sums(per_slot[0], per_slot[1:], vocab, jackknife)
 
 
-def _combine_entry(parts: list, entry: int | None, jackknife: bool) -> TableSums:
-    """Worker task: ``combine`` of the ranges' partial sums, or of entry ``entry`` of each range's list."""
-    return combine(parts if entry is None else [p[entry] for p in parts], jackknife)
+def _combine_task(parts: list, n_slots: int, jackknife: bool) -> list[TableSums]:
+    """Worker task: ``combine`` of the ranges' partial sums of one slot, or with ``n_slots`` > 1
+    of each slot's entry in the ranges' lists (``_range_task``): one TableSums a slot."""
+    if n_slots == 1:
+        return [combine(parts, jackknife)]
+    return [combine([p[k] for p in parts], jackknife) for k in range(n_slots)]
 
 
 def _spec_key(spec: list) -> str:

@@ -67,7 +67,7 @@ def test_dask_sums_equal_local(
 
     The graph has no task per (shard, slot): shards, pieces (a shard's range, all slots),
     merges, a pick per (slot, range, block) with several ranges, range tasks (one a range
-    for all the null's offsets) and combine tasks."""
+    for all the null's offsets) and combine tasks (one for all the null's offsets)."""
     monkeypatch.setattr(distributed, "MERGE_FAN_IN", fan_in)
     stream = stream_of(150, 0, vocab)
     offsets, partners = [1, 3, 50, 700], ("real", "rotate", "iid")
