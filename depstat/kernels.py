@@ -1361,7 +1361,7 @@ def swept_piece_sums(
     only the cells it touches: their sums by f(t - d) - f(t), and, for each block holding
     part c of such a cell and d of the set's pairs, its delete-one-block delta from
     f(t - c) - f(t) to f(t - d_total - (c - d)) - f(t - d_total). As the local engine's
-    sweep, O(table + dropped cells x blocks) for all the sets, not O(table x sets).
+    sweep: O(table + sets x blocks x touched cells), not O(table x sets).
     Returns ``(joint, joint_jk, first, second)``: row 0 the table's, row k + 1 set k's; the
     per-block marginal counts of the table only.
     """
