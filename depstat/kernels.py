@@ -1241,6 +1241,44 @@ def _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells
     return n_cells
 
 
+@nb.njit(cache=True, inline="always")
+def _count_part(keys, counts, a, b, base, part, in_block, n_in):
+    """Add entries ``a:b`` (of the first token whose keys start at ``base``) to ``part``,
+    listing each new cell in ``in_block`` after the ``n_in`` listed; returns the list's length."""
+    for j in range(a, b):
+        y = keys[j] - base
+        in_block[n_in] = y
+        n_in += part[y] == 0
+        part[y] += counts[j]
+    return n_in
+
+
+@nb.njit(cache=True, inline="always")
+def _part_deltas(in_block, n_in, part, total, tables, jk, g, marked, held_block, held_cell, held_part, n_held):
+    """Add to ``jk`` the change of the joint sums when block g's part of the listed cells is
+    deleted, resetting ``part``. Unless ``marked`` is empty, each marked cell's (g, cell,
+    part) is noted in ``held_*`` after the ``n_held`` noted; returns how many are noted."""
+    noting = marked.shape[0] > 0
+    d0, d1, emptied = 0.0, 0.0, 0
+    for c in range(n_in):
+        y = in_block[c]
+        m = part[y]
+        part[y] = 0
+        t = total[y]
+        after0, after1 = _cell_sums(t - m, tables)
+        before0, before1 = _cell_sums(t, tables)
+        d0 += after0 - before0
+        d1 += after1 - before1
+        emptied += (m == t) & (t > 0)
+        if noting and marked[y]:
+            held_block[n_held], held_cell[n_held], held_part[n_held] = g, y, m
+            n_held += 1
+    jk[0] += d0
+    jk[1] += d1
+    jk[2] -= emptied
+    return n_held
+
+
 @nb.njit(cache=True)
 def merge_pieces(
     keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, vocab: int,
@@ -1301,6 +1339,7 @@ def piece_sums(
     part = np.zeros(vocab, dtype=np.int64)
     cells = np.empty(vocab, dtype=np.int64)
     in_block = np.empty(vocab, dtype=np.int64)
+    unmarked, held = np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)  # no cell's parts noted
     for x in range(x_lo, x_hi):
         base, end = x * vocab, (x + 1) * vocab
         n_cells = _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells)
@@ -1310,26 +1349,9 @@ def piece_sums(
             n_in = 0
             while k < n_pieces and piece_block[by_block[k]] == g:
                 i = by_block[k]
-                for j in range(cur[i], stop[i]):
-                    y = keys[j] - base
-                    in_block[n_in] = y
-                    n_in += part[y] == 0
-                    part[y] += counts[j]
+                n_in = _count_part(keys, counts, cur[i], stop[i], base, part, in_block, n_in)
                 k += 1
-            d0, d1, emptied = 0.0, 0.0, 0
-            for c in range(n_in):
-                y = in_block[c]
-                m = part[y]
-                part[y] = 0
-                t = total[y]
-                after0, after1 = _cell_sums(t - m, tables)
-                before0, before1 = _cell_sums(t, tables)
-                d0 += after0 - before0
-                d1 += after1 - before1
-                emptied += (m == t) & (t > 0)
-            joint_jk[g, 0] += d0
-            joint_jk[g, 1] += d1
-            joint_jk[g, 2] -= emptied
+            _part_deltas(in_block, n_in, part, total, tables, joint_jk[g], g, unmarked, held, held, held, 0)
         s0, s1, empty = 0.0, 0.0, 0
         for c in range(n_cells):
             y = cells[c]
@@ -1399,29 +1421,9 @@ def swept_piece_sums(
             any_drop |= j > dcur[i]
         n_held = 0
         for g in range(n_blocks if jackknife else 0):
-            n_in = 0
-            for j in range(cur[g], stop[g]):
-                y = keys[j] - base
-                in_block[n_in] = y
-                n_in += part[y] == 0
-                part[y] += counts[j]
-            d0, d1, emptied = 0.0, 0.0, 0
-            for c in range(n_in):
-                y = in_block[c]
-                m = part[y]
-                part[y] = 0
-                t = total[y]
-                after0, after1 = _cell_sums(t - m, tables)
-                before0, before1 = _cell_sums(t, tables)
-                d0 += after0 - before0
-                d1 += after1 - before1
-                emptied += m == t
-                if marked[y]:
-                    held_block[n_held], held_cell[n_held], held_part[n_held] = g, y, m
-                    n_held += 1
-            joint_jk[0, g, 0] += d0
-            joint_jk[0, g, 1] += d1
-            joint_jk[0, g, 2] -= emptied
+            n_in = _count_part(keys, counts, cur[g], stop[g], base, part, in_block, 0)
+            n_held = _part_deltas(in_block, n_in, part, total, tables, joint_jk[0, g], g, marked, held_block,
+                                  held_cell, held_part, n_held)
         s0, s1 = 0.0, 0.0
         for c in range(n_cells):
             v0, v1 = _cell_sums(total[cells[c]], tables)
