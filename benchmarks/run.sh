@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask}.txt.
+# Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask,null_sweep}.txt.
 # Usage: benchmarks/run.sh [--quick]
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
 # ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all).
@@ -17,6 +17,7 @@ accuracy_args=()
 analysis_args=()
 end_to_end_args=()
 dask_args=()
+null_sweep_args=()
 if [[ "${1:-}" == "--quick" ]]; then
     speed_args=(--tokens 250000 --repeats 2)
     phases_args=(--tokens 250000 --repeats 1)
@@ -25,6 +26,7 @@ if [[ "${1:-}" == "--quick" ]]; then
     analysis_args=(--quick)
     end_to_end_args=(--mb 10 --max-offset 256 --encode-mb 2)
     dask_args=(--tokens 300000)
+    null_sweep_args=(--tokens 300000 --repeats 2)
 elif [[ $# -gt 0 ]]; then
     echo "usage: $0 [--quick]" >&2
     exit 2
@@ -55,4 +57,5 @@ run accuracy "$PYTHON" benchmarks/bench_accuracy.py "${accuracy_args[@]}"
 run analysis "$PYTHON" benchmarks/bench_analysis.py "${analysis_args[@]}"
 run end_to_end "$PYTHON" benchmarks/bench_end_to_end.py "${end_to_end_args[@]}"
 run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
-echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask} into $OUT" >&2
+run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
+echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask null_sweep} into $OUT" >&2
