@@ -164,8 +164,8 @@ class PairCounter:
         # partners are kept in a type that also holds the dropped pairs' sentinel, ``vocab``
         self.partner_dtype = np.promote_types(rank.dtype, np.min_scalar_type(self.vocab))
         self.doc_ends = np.cumsum(stream.doc_lengths)
-        if not 2 <= n_blocks < 1 << 16:  # the partitioned kernel notes each pair's block in 16 bits
-            raise DepstatError(f"the jackknife needs 2 to 65,535 blocks, got {n_blocks}")
+        if not 2 <= n_blocks <= kernels.NOTE_BLOCKS:  # the partitioned kernel notes a block in 15 bits
+            raise DepstatError(f"the jackknife needs 2 to {kernels.NOTE_BLOCKS:,} blocks, got {n_blocks}")
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
         self.shift = max(n // 2, 1)

@@ -216,6 +216,14 @@ def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n:
 # (``_count_sorted``). In draft timings of partition_sums at 1M and 10M tokens of BPE-8k and 32k:
 # 32 to 256 alike, 4 slower at 10M, pair by pair for every token slower at 10M.
 LISTED_PAIRS = 64
+# The partitioned kernel keeps each partner's cell in one int64: its total over all blocks in
+# the low 32 bits and, above them, what the jackknife's second pass counts: ``_pair_deltas``'
+# note (the block + 1 in 15 bits, the cell's pairs so far in that block in 16) or
+# ``_block_deltas``' count of the block's pairs. One random access a pair where there were
+# two or three arrays (totals, notes, block counts), and one write to reset a cell.
+CELL_TOTAL = (1 << 32) - 1
+NOTE_BLOCKS = (1 << 15) - 1  # blocks the note holds
+NOTE_PAIRS = (1 << 16) - 1  # pairs of a cell in one block the note holds
 EMIT_RUN = 4096  # positions per run of emit_pairs: where the first slot's pairs went is kept for the others
 
 
@@ -428,22 +436,30 @@ def _drop_one(n: int, tables: np.ndarray) -> tuple[float, float]:
 
 
 @nb.njit(cache=True, inline="always")
-def _block_deltas(src, a, b, g, total, run, hit, tables, jk):
+def _block_deltas(src, a, b, g, cell, hit, tables, jk):
     """Add to ``jk[g]`` the change of the joint sums when block g's pairs ``src[a:b]`` are deleted.
 
-    ``total`` holds the token's cell totals over all blocks; ``run`` (all zero) counts
-    the block's cells, each looked up once, and is left zero again.
+    ``cell`` holds the token's cell totals over all blocks in its low bits (CELL_TOTAL);
+    the block's pairs of each cell are counted above them, each cell then looked up once
+    and its count taken off again.
     """
-    n_hit = _count_cells(src, a, b, run, hit, 0)
-    sentinel = run.shape[0] - 1  # dropped pairs' cell, not a table cell
+    n_hit = 0
+    for i in range(a, b):
+        y = src[i]
+        c = cell[y]
+        hit[n_hit] = y
+        n_hit += c <= CELL_TOTAL  # the slot is overwritten unless the cell is new to the block
+        cell[y] = c + CELL_TOTAL + 1
+    sentinel = cell.shape[0] - 1  # dropped pairs' cell, not a table cell
     d0, d1, emptied = 0.0, 0.0, 0
     for h in range(n_hit):
         y = hit[h]
-        m = run[y]
-        run[y] = 0
+        c = cell[y]
+        m = c >> 32
+        t = c & CELL_TOTAL
+        cell[y] = t
         if y == sentinel:
             continue
-        t = total[y]
         after0, after1 = _cell_sums(t - m, tables)
         before0, before1 = _cell_sums(t, tables)
         d0 += after0 - before0
@@ -455,27 +471,29 @@ def _block_deltas(src, a, b, g, total, run, hit, tables, jk):
 
 
 @nb.njit(cache=True, inline="always")
-def _pair_deltas(src, blk, a, b, total, seen, tables, jk):
+def _pair_deltas(src, blk, a, b, cell, tables, jk):
     """Add to ``jk`` the change of the joint sums when each block is deleted, pair by pair,
-    for one token's partners ``src[a:b]`` in block order (``blk`` gives each one's block).
+    for one token's partners ``src[a:b]`` (fewer than NOTE_PAIRS) in block order (``blk``
+    gives each one's block, under NOTE_BLOCKS).
 
     A cell with m of its t pairs in block g changes by f(t - m) - f(t) when g is deleted:
     the sum, over its k-th pair in the block (k = 1 .. m), of the change when a cell of
-    t - k + 1 loses one, which one lookup gives. ``seen[y]`` keeps ``(block << 32) | k``
-    (-1 before the token's first pair; the caller resets it with ``total``). No list of a
-    block's cells and no branch where the block changes: the way for a rare token, with few
-    pairs per block.
+    t - k + 1 loses one, which one lookup gives. ``cell[y]`` holds t in its low 32 bits and
+    the note ``((g + 1) << 16) | k`` above them (0 before the token's first pair; the caller
+    resets the cell). No list of a block's cells and no branch where the block changes:
+    the way for a rare token, with few pairs per block.
     """
-    sentinel = total.shape[0] - 1
+    sentinel = cell.shape[0] - 1
     for i in range(a, b):
         y = src[i]
         if y == sentinel:
             continue
         g = np.int64(blk[i])
-        was = seen[y]
-        k = (was & 0xFFFFFFFF) * ((was >> 32) == g) + 1  # the cell's pairs in block g so far, this one too
-        seen[y] = (g << 32) | k
-        t = total[y]
+        c = cell[y]
+        t = c & CELL_TOTAL
+        note = c >> 32
+        k = (note & NOTE_PAIRS) * ((note >> 16) == g + 1) + 1  # the cell's pairs in block g so far, this one too
+        cell[y] = ((((g + 1) << 16) | k) << 32) | t
         v0, v1 = _drop_one(t - k + 1, tables)
         jk[g, 0] += v0
         jk[g, 1] += v1
@@ -483,39 +501,40 @@ def _pair_deltas(src, blk, a, b, total, seen, tables, jk):
 
 
 @nb.njit(cache=True, inline="always")
-def _count_token(src, lo, hi, total, run, hit, touched, tables, jk, jackknife):
-    """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``total``.
+def _count_token(src, lo, hi, cell, hit, touched, tables, jk, jackknife):
+    """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``cell``
+    (all zero before; the totals go to its low bits, CELL_TOTAL).
 
-    With ``jackknife``, a second pass counts each block's cells in ``run``: with the
+    With ``jackknife``, a second pass counts each block's cells (``_block_deltas``): with the
     totals known, each (cell, block) gives at once the change of the joint sums when the
     block is deleted, added to ``jk``. Returns the number of cells touched (listed in
-    ``touched``, whose ``total`` the caller reads and resets).
+    ``touched``, whose totals the caller reads, and cells it resets to zero).
     """
     n_t = 0
     for g in range(lo.shape[0]):
-        n_t = _count_cells(src, lo[g], hi[g], total, touched, n_t)
+        n_t = _count_cells(src, lo[g], hi[g], cell, touched, n_t)
     if not jackknife:
         return n_t
     for g in range(lo.shape[0]):
         if lo[g] < hi[g]:
-            _block_deltas(src, lo[g], hi[g], g, total, run, hit, tables, jk)
+            _block_deltas(src, lo[g], hi[g], g, cell, hit, tables, jk)
     return n_t
 
 
 @nb.njit(cache=True, inline="always")
-def _count_sorted(src, blk, a, b, total, seen, run, hit, touched, tables, jk, jackknife):
+def _count_sorted(src, blk, a, b, cell, hit, touched, tables, jk, jackknife):
     """``_count_token`` for one token's partners ``src[a:b]`` kept in block order, ``blk`` giving each one's block.
 
     Only the blocks the token occurs in are visited, so a rare token costs O(its pairs),
     not O(blocks). A token with LISTED_PAIRS pairs a block or more has its deltas taken
     block by block over listed cells (``_block_deltas``, a lookup per cell); a rarer one
-    pair by pair (``_pair_deltas``, a lookup per pair).
+    pair by pair (``_pair_deltas``, a lookup per pair), if it has fewer than NOTE_PAIRS.
     """
-    n_t = _count_cells(src, a, b, total, touched, 0)
+    n_t = _count_cells(src, a, b, cell, touched, 0)
     if not jackknife:
         return n_t
-    if b - a < LISTED_PAIRS * jk.shape[0]:
-        _pair_deltas(src, blk, a, b, total, seen, tables, jk)  # the caller resets seen with total
+    if b - a < min(LISTED_PAIRS * jk.shape[0], NOTE_PAIRS):
+        _pair_deltas(src, blk, a, b, cell, tables, jk)  # the caller resets the cells
         return n_t
     i = a
     while i < b:
@@ -523,7 +542,7 @@ def _count_sorted(src, blk, a, b, total, seen, run, hit, touched, tables, jk, ja
         j = i + 1
         while j < b and blk[j] == g:
             j += 1
-        _block_deltas(src, i, j, g, total, run, hit, tables, jk)
+        _block_deltas(src, i, j, g, cell, hit, tables, jk)
         i = j
     return n_t
 
@@ -567,7 +586,7 @@ def _largest_partition(region: np.ndarray, fill_end: np.ndarray) -> int:
 
 @nb.njit(cache=True)
 def _partition_sums(
-    xloc, ys, region, fill_end, w, q, tables, jackknife, total, seen, run, hit, touched, srt, blk, starts, pos,
+    xloc, ys, region, fill_end, w, q, tables, jackknife, cell, hit, touched, srt, blk, starts, pos,
     sums, jk,
 ):
     """Add partition q's joint sums for every partner process to ``sums[s]``, its delete-one-block changes to ``jk[s]``.
@@ -583,20 +602,19 @@ def _partition_sums(
         s0, s1, cells = 0.0, 0.0, 0
         for x in range(w):
             if w == 1:
-                n_t = _count_token(ys[s], region[q], fill_end[q], total, run, hit, touched, tables, jk[s], jackknife)
+                n_t = _count_token(ys[s], region[q], fill_end[q], cell, hit, touched, tables, jk[s], jackknife)
             else:
-                n_t = _count_sorted(srt[s], blk, starts[x], starts[x + 1], total, seen, run, hit, touched, tables,
+                n_t = _count_sorted(srt[s], blk, starts[x], starts[x + 1], cell, hit, touched, tables,
                                     jk[s], jackknife)
             for j in range(n_t):
                 y = touched[j]
-                if y == total.shape[0] - 1:  # the dropped pairs' cell (the sentinel, ``vocab``)
+                if y == cell.shape[0] - 1:  # the dropped pairs' cell (the sentinel, ``vocab``)
                     cells -= 1
                 else:
-                    v0, v1 = _cell_sums(total[y], tables)
+                    v0, v1 = _cell_sums(cell[y] & CELL_TOTAL, tables)
                     s0 += v0
                     s1 += v1
-                total[y] = 0
-                seen[y] = -1
+                cell[y] = 0
             cells += n_t
         sums[s, 0] += s0
         sums[s, 1] += s1
@@ -636,9 +654,7 @@ def partition_sums(
     joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
     joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
-        total = np.zeros(vocab + 1, dtype=np.int32)  # + the sentinel's cell
-        seen = np.full(vocab + 1, -1, dtype=np.int64)  # see _pair_deltas
-        run = np.zeros(vocab + 1, dtype=np.int32)
+        cell = np.zeros(vocab + 1, dtype=np.int64)  # + the sentinel's; see CELL_TOTAL
         hit = np.empty(vocab + 1, dtype=ys.dtype)
         touched = np.empty(vocab + 1, dtype=ys.dtype)  # lists of partner tokens, in their own dtype
         srt = np.empty((n_slots, largest), dtype=ys.dtype)
@@ -654,7 +670,7 @@ def partition_sums(
                 if q < 0:
                     break
                 _partition_sums(
-                    xloc, ys, region, fill_end, widths[q], q, tables, jackknife, total, seen, run, hit, touched,
+                    xloc, ys, region, fill_end, widths[q], q, tables, jackknife, cell, hit, touched,
                     srt, blk, starts, pos, sums, jk,
                 )
             joint_c[c] = sums
@@ -673,16 +689,16 @@ def _cell_change(jk, t, c, t2, c2, tables):
 
 
 @nb.njit(cache=True)
-def _sweep_token(src, blk, life, a, b, n_life, total, seen, run, order, touched, slot, cells, dying, bins, cb,
+def _sweep_token(src, blk, life, a, b, n_life, cell, run, order, touched, slot, cells, dying, bins, cb,
                  tables, diff, jk_diff, jackknife):
     """One first token's null pairs ``src[a:b]`` (block order): its joint sums at the first
     offset into ``diff[0]``/``jk_diff[0]``, then the deletion of the pairs whose life ends at
     each offset index j into ``diff[j]``/``jk_diff[j]``, all of a cell's at once. Returns
     ``cb``, grown if it had to be."""
     n_blocks = jk_diff.shape[1]
-    n_t = _count_sorted(src, blk, a, b, total, seen, run, order, touched, tables, jk_diff[0], jackknife)
+    n_t = _count_sorted(src, blk, a, b, cell, order, touched, tables, jk_diff[0], jackknife)
     for j in range(n_t):
-        _add_sums(diff[0], total[touched[j]], tables, 1.0)
+        _add_sums(diff[0], cell[touched[j]] & CELL_TOTAL, tables, 1.0)
     n_d, n_c = 0, 0
     for i in range(a, b):
         if life[i] < n_life:  # dropped before the last offset
@@ -730,12 +746,12 @@ def _sweep_token(src, blk, life, a, b, n_life, total, seen, run, order, touched,
                 f += 1
             for h in range(n_p):
                 y = dying[h]
-                t = total[y]
+                t = cell[y] & CELL_TOTAL
                 t2 = t - run[y]
                 run[y] = 0
                 _add_sums(diff[j], t2, tables, 1.0)
                 _add_sums(diff[j], t, tables, -1.0)
-                total[y] = t2
+                cell[y] = t2  # the jackknife's notes are no longer needed
                 if not jackknife:
                     continue
                 k = slot[y] * n_blocks
@@ -750,8 +766,7 @@ def _sweep_token(src, blk, life, a, b, n_life, total, seen, run, order, touched,
         for e in range(n_c):
             slot[cells[e]] = -1
     for j in range(n_t):
-        total[touched[j]] = 0
-        seen[touched[j]] = -1
+        cell[touched[j]] = 0
     return cb
 
 
@@ -778,8 +793,7 @@ def null_sweep_sums(
     diff_c = np.zeros((N_CHUNKS, n_life, N_SUMS))
     jk_c = np.zeros((N_CHUNKS, n_life, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
-        total = np.zeros(vocab + 1, dtype=np.int32)  # as in partition_sums (no sentinel is written here)
-        seen = np.full(vocab + 1, -1, dtype=np.int64)  # see _pair_deltas
+        cell = np.zeros(vocab + 1, dtype=np.int64)  # as in partition_sums (no sentinel is written here)
         run = np.zeros(vocab + 1, dtype=np.int32)
         touched = np.empty(vocab + 1, dtype=ys.dtype)
         order = np.empty(largest, dtype=np.int64)  # the dying pairs in offset order
@@ -804,7 +818,7 @@ def null_sweep_sums(
                 w = widths[q]
                 _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
                 for x in range(w):
-                    cb = _sweep_token(srt[0], blk, lsrt, starts[x], starts[x + 1], n_life, total, seen, run, order,
+                    cb = _sweep_token(srt[0], blk, lsrt, starts[x], starts[x + 1], n_life, cell, run, order,
                                       touched, slot, cells, dying, bins, cb, tables, diff, jk_diff, jackknife)
             diff_c[c] = diff
             jk_c[c] = jk_diff

@@ -394,6 +394,45 @@ def test_counts_beyond_the_sum_tables_match_naive() -> None:
         assert_sums_equal(counter.sums(5), want)
 
 
+def test_cell_notes_hold_the_most_blocks_and_long_runs() -> None:
+    """The partitioned kernel packs each cell's jackknife note (block, pairs so far in it)
+    above its total: at NOTE_BLOCKS blocks, with a token of more than NOTE_PAIRS pairs, it
+    equals the dense kernel, which keeps whole block tables (both equal the twin elsewhere)."""
+    rng = np.random.default_rng(5)
+    tokens = np.where(rng.random(200_000) < 0.6, 0, rng.integers(1, 8, 200_000))
+    stream = TokenStream("notes", tokens, [200_000], 8)
+    dense = PairCounter(stream, n_blocks=kernels.NOTE_BLOCKS, dense=True).sums_at([1, 7], ("real", "rotate"))
+    assert dense["real", 1].n_pairs > kernels.NOTE_PAIRS
+    for part_tokens in (1, counting.PART_TOKENS):  # partitions of one token, and of all
+        counter = PairCounter(stream, n_blocks=kernels.NOTE_BLOCKS, dense=False, part_tokens=part_tokens)
+        assert counter.n_blocks == kernels.NOTE_BLOCKS
+        got = counter.sums_at([1, 7], ("real", "rotate"))
+        for key, want in dense.items():
+            assert_sums_equal(got[key], want)
+    with pytest.raises(DepstatError, match="32,767 blocks"):
+        PairCounter(stream, n_blocks=kernels.NOTE_BLOCKS + 1)
+
+
+def test_a_cell_past_note_pairs_in_one_block_is_counted_block_by_block() -> None:
+    """A token's pairs are taken pair by pair only while the note can count them: a cell
+    of more than NOTE_PAIRS pairs in one block, in a token under LISTED_PAIRS x blocks
+    pairs, goes block by block and its deletion deltas stay exact."""
+    n_blocks, big, small = 2000, kernels.NOTE_PAIRS + 5000, 10
+    assert big + small < kernels.LISTED_PAIRS * n_blocks
+    src = np.r_[np.zeros(big), np.ones(small)].astype(np.uint16)  # cell 0 in block 5, cell 1 in block 7
+    blk = np.r_[np.full(big, 5), np.full(small, 7)].astype(np.uint16)
+    cell = np.zeros(3, dtype=np.int64)  # two partner tokens and the sentinel's cell
+    hit, touched = np.empty(3, dtype=np.uint16), np.empty(3, dtype=np.uint16)
+    jk = np.zeros((n_blocks, kernels.N_SUMS))
+    n_t = kernels._count_sorted(src, blk, 0, src.size, cell, hit, touched, kernels.SUM_TABLES, jk, True)
+    assert n_t == 2 and (cell[:2] & kernels.CELL_TOTAL).tolist() == [big, small]
+    both = naive.sums_of(np.array([big, small]))
+    want = np.zeros_like(jk)
+    want[5] = naive.sums_of(np.array([0, small])) - both
+    want[7] = naive.sums_of(np.array([big, 0])) - both
+    npt.assert_allclose(jk, want, rtol=1e-12, atol=1e-6)
+
+
 def test_offsets_are_batched_to_fit_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(0)
     small = PairCounter(TokenStream("s", rng.integers(0, 200, 5000), [5000], 256))
