@@ -206,15 +206,17 @@ def encode_until(name: str, texts: list[str], tokenizer, n_tokens: int) -> Token
     )
 
 
-def build_streams(texts: list[str], sizes: list[int]) -> tuple[list[tuple[int, TokenStream, str]], str]:
-    """Every granularity at every size (the smaller sizes are prefixes of the larger).
+def build_streams(
+    texts: list[str], sizes: list[int], names: tuple[str, ...] | list[str] = GRANULARITIES,
+) -> tuple[list[tuple[int, TokenStream, str]], str]:
+    """Every granularity of ``names`` at every size (the smaller sizes are prefixes of the larger).
 
     Returns (size asked, stream, note on repetition) for each, and a line on how the BPEs were trained.
     """
     cum = np.cumsum([len(t.encode("utf-8")) for t in texts])
     n_train = min(int(np.searchsorted(cum, TRAIN_BYTES)) + 1, len(texts))
     out = []
-    for name in GRANULARITIES:
+    for name in names:
         tokenizer = None if name == "bytes" else train_bpe(texts[:n_train], bpe_vocab_size(name))
         full = encode_until(name, texts, tokenizer, max(sizes))
         out += [(n, *resize(full, n)) for n in sizes]

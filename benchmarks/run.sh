@@ -2,7 +2,9 @@
 # Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask,null_sweep}.txt.
 # Usage: benchmarks/run.sh [--quick]
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
-# ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all).
+# ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but versions).
+# ONLY=versions BASE=REV compares this checkout's default profile with revision REV's in one
+# process ($OUT/versions.txt; BASE defaults to HEAD~1).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -18,6 +20,7 @@ analysis_args=()
 end_to_end_args=()
 dask_args=()
 null_sweep_args=()
+versions_args=(--base "${BASE:-HEAD~1}")
 if [[ "${1:-}" == "--quick" ]]; then
     speed_args=(--tokens 250000 --repeats 2)
     phases_args=(--tokens 250000 --repeats 1)
@@ -27,6 +30,7 @@ if [[ "${1:-}" == "--quick" ]]; then
     end_to_end_args=(--mb 10 --max-offset 256 --encode-mb 2)
     dask_args=(--tokens 300000)
     null_sweep_args=(--tokens 300000 --repeats 2)
+    versions_args+=(--tokens 300000 --rounds 3)
 elif [[ $# -gt 0 ]]; then
     echo "usage: $0 [--quick]" >&2
     exit 2
@@ -43,7 +47,7 @@ header() {
 run() {
     local name=$1
     shift
-    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]]; then
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name == versions ]]; then
         return
     fi
     echo "== $name" >&2
@@ -58,4 +62,5 @@ run analysis "$PYTHON" benchmarks/bench_analysis.py "${analysis_args[@]}"
 run end_to_end "$PYTHON" benchmarks/bench_end_to_end.py "${end_to_end_args[@]}"
 run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
 run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
+run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
 echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask null_sweep} into $OUT" >&2

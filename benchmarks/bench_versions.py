@@ -1,0 +1,152 @@
+"""The default profile at two versions of depstat, interleaved in one process.
+
+On a shared machine the speed of one process moves by tens of percent from one minute to
+the next, so two benchmark runs made apart cannot show a change of a few percent. Here the
+base version (``--base``, a git revision) is exported with ``git archive`` as the package
+``depstat_base`` (its imports rewritten) and runs beside the ``depstat`` this interpreter
+imports, on the same streams, the two alternating in every round. Both compute what
+``bench_speed.py``'s (a) computes: ``mi_profile`` with the default estimator and the
+jackknife interval at 29 offsets from 1 to 2048.
+
+Streams: the English text of ``bench_speed.py`` as UTF-8 bytes, BPE-8k and BPE-32k (as
+there) and words (``granularity.train_words`` on all the text), each cut to ``--tokens``.
+Printed: best and median Mpairs/s of each version, the speed ratio head / base on the best
+and median times and per round (each round runs both back to back), and the largest
+difference of MI and of its standard error between the versions (0.0 when a change leaves
+every figure alone).
+
+Run: ``python benchmarks/bench_versions.py --base REV [--tokens N] [--streams bytes,words] [--rounds K]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from bench_speed import (
+    DEFAULT, FORTUNES_DIR, GCIDE, MAX_OFFSET, N_OFFSETS, build_streams, encode_until, english_documents,
+    offset_grid, resize,
+)
+from benchlib import format_table, machine_line
+from depstat.granularity import train_words
+from depstat.profile import mi_profile
+from depstat.stream import TokenStream
+
+STREAMS = ("bytes", "bpe-8k", "bpe-32k", "words")
+BASE_ROOT = Path.home() / ".cache" / "depstat-bench-versions"  # one export per commit: its Numba cache is kept
+IMPORT = re.compile(r"^(\s*)(from|import) depstat\b", re.MULTILINE)
+
+
+def export_base(rev: str) -> tuple[str, Path]:
+    """The full commit of ``rev`` and a folder holding its ``depstat`` as ``depstat_base``."""
+    root = Path(__file__).resolve().parent.parent
+    sha = subprocess.run(["git", "rev-parse", "--verify", f"{rev}^{{commit}}"], cwd=root, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    home = BASE_ROOT / sha
+    if (home / "depstat_base").is_dir():
+        return sha, home
+    BASE_ROOT.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=BASE_ROOT))
+    archive = subprocess.run(["git", "archive", sha, "depstat"], cwd=root, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+    (tmp / "depstat").rename(tmp / "depstat_base")
+    for path in (tmp / "depstat_base").rglob("*.py"):
+        path.write_text(IMPORT.sub(r"\1\2 depstat_base", path.read_text()))
+    try:
+        tmp.rename(home)  # whole or not at all
+    except OSError:  # another run exported it meanwhile
+        shutil.rmtree(tmp)
+    return sha, home
+
+
+def base_profile(home: Path):
+    """``mi_profile`` and ``TokenStream`` of the exported base version."""
+    sys.path.insert(0, str(home))
+    profile = importlib.import_module("depstat_base.profile")
+    stream = importlib.import_module("depstat_base.stream")
+    return profile.mi_profile, stream.TokenStream
+
+
+def make_streams(names: list[str], n_tokens: int) -> list[tuple[TokenStream, str]]:
+    """The asked streams of ``n_tokens`` tokens, with a note on how each was cut."""
+    texts, _ = english_documents(FORTUNES_DIR, GCIDE)
+    out = []
+    subword = [n for n in names if n != "words"]
+    if subword:
+        out += [(stream, note) for _, stream, note in build_streams(texts, [n_tokens], subword)[0]]
+    if "words" in names:
+        full = encode_until("words", texts, train_words(texts), n_tokens)
+        out.append(resize(full, n_tokens))
+    return out
+
+
+def largest_difference(head, base) -> str:
+    """The largest |head - base| of MI and of its standard error, in bits."""
+    gaps = {column: np.nanmax(np.abs(head[column].to_numpy() - base[column].to_numpy()))
+            for column in ("mi_bits", "se")}
+    return f"MI {gaps['mi_bits']:.1e} bits, SE {gaps['se']:.1e} bits"
+
+
+def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray, rounds: int) -> list[str]:
+    """Lines of the report for one stream: both versions timed, alternating, and compared."""
+    twin = base_stream_type(stream.name, stream.tokens, stream.doc_lengths, stream.vocab_size)
+    calls = {
+        "head": lambda: mi_profile(stream, offsets, estimator=DEFAULT)[0],
+        "base": lambda: base_mi(twin, offsets, estimator=DEFAULT)[0],
+    }
+    tables = {name: call() for name, call in calls.items()}  # compiles or loads the kernels
+    times: dict[str, list[float]] = {"head": [], "base": []}
+    for i in range(rounds):
+        for name in ("head", "base") if i % 2 == 0 else ("base", "head"):
+            start = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - start)
+    pairs = sum(stream.pairs_at(int(r))[0] for r in offsets)
+    rows = [[name, f"{min(t):.3f}", f"{np.median(t):.3f}", f"{pairs / min(t) / 1e6:.1f}",
+             f"{pairs / np.median(t) / 1e6:.1f}"] for name, t in times.items()]
+    per_round = np.array(times["base"]) / np.array(times["head"])
+    return [
+        format_table(["version", "best s", "median s", "best Mpairs/s", "median Mpairs/s"], rows),
+        f"head / base speed: {min(times['base']) / min(times['head']):.3f} on best times, "
+        f"{np.median(times['base']) / np.median(times['head']):.3f} on medians; per round "
+        f"median {np.median(per_round):.3f}, range {per_round.min():.3f}-{per_round.max():.3f}",
+        f"largest |head - base|: {largest_difference(tables['head'], tables['base'])}",
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="git revision to compare with (e.g. HEAD~1)")
+    parser.add_argument("--tokens", type=int, default=1_000_000)
+    parser.add_argument("--streams", default=",".join(STREAMS), help=f"comma-separated, of {', '.join(STREAMS)}")
+    parser.add_argument("--rounds", type=int, default=9, help="timed rounds of each version per stream")
+    args = parser.parse_args()
+    names = [n.strip() for n in args.streams.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(STREAMS))
+    if unknown or not names:
+        parser.error(f"--streams takes {', '.join(STREAMS)}; got {', '.join(unknown) or 'none'}")
+    sha, home = export_base(args.base)
+    base_mi, base_stream_type = base_profile(home)
+    offsets = offset_grid(MAX_OFFSET, N_OFFSETS)
+    print(machine_line())
+    print(f"base: {args.base} = {sha[:12]}, exported to {home} as depstat_base; head: the depstat imported "
+          "here (commit in the header)")
+    print(f"profile: default estimator ({DEFAULT}) with the jackknife interval, {len(offsets)} offsets "
+          f"1..{MAX_OFFSET}; {args.rounds} rounds per version, the order alternating; Mpairs/s = real pairs "
+          "summed over the offsets / seconds")
+    for stream, note in make_streams(names, args.tokens):
+        print(f"\n== {stream.name} @ {stream.n_tokens:,} tokens, vocabulary {stream.vocab_size:,}; {note}")
+        print("\n".join(compare(stream, base_mi, base_stream_type, offsets, args.rounds)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
