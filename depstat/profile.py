@@ -28,6 +28,7 @@ from depstat.counting import PairCounter
 from depstat.distributed import Engine, engine
 from depstat.errors import DepstatError
 from depstat.granularity import DEFAULT_LADDER, check_names, ids_stream, text_streams
+from depstat.kernels import NOTE_BLOCKS
 from depstat.progress import bar
 from depstat.stream import TokenStream
 
@@ -260,8 +261,9 @@ def profile(
     ``pair_memory`` (bytes) caps the local counter's pair buffers (``PairCounter``).
     """
     _check_estimator(estimator)
-    if n_blocks < 2:
-        raise DepstatError(f"the jackknife needs at least 2 blocks, got {n_blocks}")
+    if not 2 <= n_blocks <= NOTE_BLOCKS:
+        raise DepstatError(f"the jackknife needs 2 to {NOTE_BLOCKS:,} blocks, got {n_blocks}",
+                           hint="--blocks 20 is the default")
     for name, value in (("max_docs", max_docs), ("max_tokens", max_tokens)):
         if value is not None and value < 1:
             raise DepstatError(f"--{name.replace('_', '-')} must be positive, got {value}")

@@ -253,7 +253,8 @@ def test_skip_bad_counts_what_it_skipped(tmp_path: Path) -> None:
         ({"granularities": ["bpe-huge"]}, "unknown granularity"),
         ({"estimator": "magic"}, "unknown estimator"),
         ({"max_offset": 0}, "--max-offset"),
-        ({"n_blocks": 1}, "at least 2 blocks"),
+        ({"n_blocks": 1}, "2 to 32,767 blocks"),
+        ({"n_blocks": 40_000}, "2 to 32,767 blocks"),
     ],
 )
 def test_bad_parameters_are_rejected_at_the_edge(small_corpus: Path, kwargs: dict, message: str) -> None:
