@@ -56,15 +56,19 @@ def export_base(rev: str) -> tuple[str, Path]:
         return sha, home
     BASE_ROOT.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=BASE_ROOT))
-    archive = subprocess.run(["git", "archive", sha, "depstat"], cwd=root, check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
-    (tmp / "depstat").rename(tmp / "depstat_base")
-    for path in (tmp / "depstat_base").rglob("*.py"):
-        path.write_text(IMPORT.sub(r"\1\2 depstat_base", path.read_text()))
     try:
+        archive = subprocess.run(["git", "archive", sha, "depstat"], cwd=root, check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+        (tmp / "depstat").rename(tmp / "depstat_base")
+        for path in (tmp / "depstat_base").rglob("*.py"):
+            path.write_text(IMPORT.sub(r"\1\2 depstat_base", path.read_text()))
         tmp.rename(home)  # whole or not at all
     except OSError:  # another run exported it meanwhile
-        shutil.rmtree(tmp)
+        if not (home / "depstat_base").is_dir():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone after the rename unless something failed
     return sha, home
 
 
