@@ -18,6 +18,7 @@ from depstat.dependency import DEFAULT_WIDTH, WIDTHS
 from depstat.errors import DepstatError
 from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
 from depstat.granularity import DEFAULT_LADDER
+from depstat.kernels import NOTE_BLOCKS
 from depstat.profile import DEFAULT_BLOCKS, DEFAULT_MAX_OFFSET, Profile, log_offsets, profile
 from depstat.recommend import DEFAULT_MARGIN, PAPER_C
 
@@ -73,7 +74,7 @@ def corpus_options() -> argparse.ArgumentParser:
     e.add_argument("--offsets", type=_int_list, default=None, help="extra offsets, comma-separated (added to the grid)")
     e.add_argument("--estimator", default=DEFAULT_ESTIMATOR, choices=ESTIMATORS, help=f"MI estimator (default: {DEFAULT_ESTIMATOR})")
     e.add_argument("--confidence", type=float, default=0.95, help="interval confidence level (default: 0.95)")
-    e.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help=f"jackknife blocks (default: {DEFAULT_BLOCKS})")
+    e.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help=f"jackknife blocks, 2 to {NOTE_BLOCKS:,} (default: {DEFAULT_BLOCKS})")
     e.add_argument("--seed", type=int, default=0, help="seed of the i.i.d. null (shuffle estimator)")
     e.add_argument(
         "--pair-memory", type=_size, default=None, metavar="SIZE",
