@@ -221,7 +221,8 @@ LISTED_PAIRS = 64
 # note (the block + 1 in 15 bits, the cell's pairs so far in that block in 16) or
 # ``_block_deltas``' count of the block's pairs. One random access a pair where there were
 # two or three arrays (totals, notes, block counts), and one write to reset a cell.
-CELL_TOTAL = (1 << 32) - 1
+CELL_BITS = 32
+CELL_TOTAL = (1 << CELL_BITS) - 1
 NOTE_BLOCKS = (1 << 15) - 1  # blocks the note holds
 NOTE_PAIRS = (1 << 16) - 1  # pairs of a cell in one block the note holds
 EMIT_RUN = 4096  # positions per run of emit_pairs: where the first slot's pairs went is kept for the others
@@ -416,14 +417,15 @@ def _cell_sums(n: int, tables: np.ndarray) -> tuple[float, float]:
 
 
 @nb.njit(cache=True, inline="always")
-def _count_cells(src, a, b, counts, listed, n_listed):
-    """counts[y] += 1 for each y in src[a:b], listing each y whose count leaves 0; returns the list's length."""
+def _count_cells(src, a, b, counts, listed, n_listed, shift=0):
+    """counts[y] += 1 << shift for each y in src[a:b], listing each y whose count above bit
+    ``shift`` leaves 0; returns the list's length."""
     for i in range(a, b):
         y = src[i]
         m = counts[y]
         listed[n_listed] = y
-        n_listed += m == 0  # the slot is overwritten unless y is new: no branch
-        counts[y] = m + 1
+        n_listed += (m >> shift) == 0  # the slot is overwritten unless y is new: no branch
+        counts[y] = m + (1 << shift)
     return n_listed
 
 
@@ -443,19 +445,13 @@ def _block_deltas(src, a, b, g, cell, hit, tables, jk):
     the block's pairs of each cell are counted above them, each cell then looked up once
     and its count taken off again.
     """
-    n_hit = 0
-    for i in range(a, b):
-        y = src[i]
-        c = cell[y]
-        hit[n_hit] = y
-        n_hit += c <= CELL_TOTAL  # the slot is overwritten unless the cell is new to the block
-        cell[y] = c + CELL_TOTAL + 1
+    n_hit = _count_cells(src, a, b, cell, hit, 0, CELL_BITS)  # the block's pairs, above the totals
     sentinel = cell.shape[0] - 1  # dropped pairs' cell, not a table cell
     d0, d1, emptied = 0.0, 0.0, 0
     for h in range(n_hit):
         y = hit[h]
         c = cell[y]
-        m = c >> 32
+        m = c >> CELL_BITS
         t = c & CELL_TOTAL
         cell[y] = t
         if y == sentinel:
@@ -491,9 +487,9 @@ def _pair_deltas(src, blk, a, b, cell, tables, jk):
         g = np.int64(blk[i])
         c = cell[y]
         t = c & CELL_TOTAL
-        note = c >> 32
+        note = c >> CELL_BITS
         k = (note & NOTE_PAIRS) * ((note >> 16) == g + 1) + 1  # the cell's pairs in block g so far, this one too
-        cell[y] = ((((g + 1) << 16) | k) << 32) | t
+        cell[y] = ((((g + 1) << 16) | k) << CELL_BITS) | t
         v0, v1 = _drop_one(t - k + 1, tables)
         jk[g, 0] += v0
         jk[g, 1] += v1
