@@ -63,6 +63,11 @@ from depstat.tables import (
 )
 
 SHARD_TOKENS = 1 << 22  # positions per shard task
+# A vocabulary of up to 256 is counted in dense V x V tables (``kernels.dense_range_tables``):
+# a shard's table then holds at most V^2 cells a slot whatever its size, so its shards are
+# larger, its tables are not cut into first-token ranges, and a merge task takes more tables.
+DENSE_SHARD_TOKENS = 1 << 26
+DENSE_MERGE_FAN_IN = 256  # dense tables a merge task holds: at most 65,536 cells (1 MiB) each
 ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
 RANGE_TOKENS = 1 << 24  # one first-token range per this many tokens (each range costs tasks)
@@ -123,7 +128,7 @@ def engine(
 ) -> Iterator[Engine]:
     """The local engine (its pair buffers capped at ``pair_memory`` bytes), or with
     ``workers``/``scheduler`` a Dask one: tokenization and counting on the workers, in shard
-    tasks of ``shard_tokens`` positions (default SHARD_TOKENS)."""
+    tasks of ``shard_tokens`` positions (default: ``graph_plan``'s for each stream)."""
     if shard_tokens is not None and workers is None and scheduler is None:
         raise DepstatError("--shard-tokens sizes the Dask engine's shard tasks",
                            hint="add --workers N or --scheduler ADDRESS, or drop --shard-tokens")
@@ -149,10 +154,10 @@ def engine(
 
         def make(stream: TokenStream, n_blocks: int = 20, seed: int = 0) -> DaskCounter:
             return DaskCounter(stream, client, n_blocks=n_blocks, seed=seed, shared_dir=directory,
-                               shard_tokens=shard_tokens or SHARD_TOKENS)
+                               shard_tokens=shard_tokens)
 
         info = {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster",
-                "shard_tokens": shard_tokens or SHARD_TOKENS}
+                "shard_tokens": shard_tokens or f"{SHARD_TOKENS}; {DENSE_SHARD_TOKENS} for vocabularies up to 256"}
         try:
             yield Engine(make, encoder, info)
         finally:
@@ -273,7 +278,7 @@ class DaskCounter:
 
     def __init__(
         self, stream: TokenStream, client: object, n_blocks: int = 20, seed: int = 0,
-        shard_tokens: int = SHARD_TOKENS, shared_dir: str | os.PathLike | None = None,
+        shard_tokens: int | None = None, shared_dir: str | os.PathLike | None = None,
         key_ranges: int | None = None,
     ) -> None:
         self.stream = stream
@@ -281,15 +286,14 @@ class DaskCounter:
         self.seed = seed
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
+        shard_tokens, ranges, self.merge_tables = graph_plan(stream.n_tokens, int(stream.vocab_size), shard_tokens)
         self.bounds = shards(stream.doc_lengths, self.block_starts, shard_tokens)
         shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
         self.block_shards = [np.flatnonzero(shard_block == g) for g in range(self.n_blocks)]  # shards never straddle blocks
         self.doc_ends = np.cumsum(stream.doc_lengths)
         self.shift = max(stream.n_tokens // 2, 1)
         self.path = stream.source_file or _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
-        if key_ranges is None:
-            key_ranges = min(MAX_KEY_RANGES, -(-stream.n_tokens // RANGE_TOKENS))
-        self.key_edges = first_token_edges(stream, max(key_ranges, 1))
+        self.key_edges = first_token_edges(stream, max(key_ranges or ranges, 1))
         self.tasks = 0  # tasks submitted so far: the size of the graphs the scheduler is given
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
@@ -335,8 +339,8 @@ class DaskCounter:
                            self.key_edges, key=f"shard-{i}")
             per_shard.append([shard] if n_ranges == 1 else
                              [submit(_piece, shard, q, key=f"piece-{i}-{q}") for q in range(n_ranges)])
-        # a tree of merges per (range, block): no task holds more than about MERGE_FAN_IN tables
-        fan_in = max(2, MERGE_FAN_IN // n_slots)
+        # a tree of merges per (range, block): no task holds more than about merge_tables tables
+        fan_in = max(2, self.merge_tables // n_slots)
         pick = 0 if n_ranges == 1 else None  # the range to take from a whole shard result
         top = [[None] * self.n_blocks for _ in range(n_ranges)]
         for q in range(n_ranges):
@@ -384,12 +388,30 @@ class DaskCounter:
         return {(p, r): results[i] for i, (r, _, p) in enumerate(slots)}
 
 
-def graph_tasks(shards_per_block: Sequence[int], n_slots: int, n_ranges: int, n_swept: int = 0) -> int:
+def graph_plan(n_tokens: int, vocab: int, shard_tokens: int | None = None) -> tuple[int, int, int]:
+    """The Dask graph's shape for a stream: (positions a shard task counts, first-token
+    ranges, tables a merge task holds).
+
+    A table of a vocabulary up to 256 is dense, at most V^2 cells a slot whatever the
+    shard: DENSE_SHARD_TOKENS a shard, one range, DENSE_MERGE_FAN_IN tables a merge. A
+    larger vocabulary's table can hold an entry per pair: SHARD_TOKENS a shard (or
+    ``shard_tokens``), one range per RANGE_TOKENS of stream (at most MAX_KEY_RANGES), so
+    that a range task holds a part of every block's table, and MERGE_FAN_IN tables a merge.
+    """
+    if vocab * vocab <= kernels.DENSE_RANGE_CELLS:
+        return shard_tokens or DENSE_SHARD_TOKENS, 1, DENSE_MERGE_FAN_IN
+    return shard_tokens or SHARD_TOKENS, min(MAX_KEY_RANGES, max(1, -(-n_tokens // RANGE_TOKENS))), MERGE_FAN_IN
+
+
+def graph_tasks(
+    shards_per_block: Sequence[int], n_slots: int, n_ranges: int, n_swept: int = 0, merge_tables: int | None = None,
+) -> int:
     """Tasks ``DaskCounter.sums_at`` submits for one batch of ``n_slots`` slots, given each
     block's shard count and the first-token ranges, ``n_swept`` of the slots being the
     rotation null at the batch's larger offsets (summed by its smallest offset's range and
-    combine tasks): the graph the scheduler is given."""
-    fan_in = max(2, MERGE_FAN_IN // n_slots)
+    combine tasks), merges holding ``merge_tables`` tables (default MERGE_FAN_IN): the
+    graph the scheduler is given."""
+    fan_in = max(2, (merge_tables or MERGE_FAN_IN) // n_slots)
     merges = 0
     for n in shards_per_block:
         while n > 1:

@@ -23,7 +23,7 @@ from depstat import distributed  # noqa: E402
 from depstat.cache import TokenCache  # noqa: E402
 from depstat.corpus import open_corpus  # noqa: E402
 from depstat.counting import PairCounter  # noqa: E402
-from depstat.distributed import DaskCounter, WorkerEncoder, dask_client, graph_tasks  # noqa: E402
+from depstat.distributed import DaskCounter, WorkerEncoder, dask_client, graph_plan, graph_tasks  # noqa: E402
 from depstat.granularity import encode_stream, train_bpe  # noqa: E402
 from depstat.profile import mi_profile  # noqa: E402
 from depstat.stream import TokenStream  # noqa: E402
@@ -68,7 +68,7 @@ def test_dask_sums_equal_local(
     The graph has no task per (shard, slot): shards, pieces (a shard's range, all slots),
     merges, a pick per (slot, range, block) with several ranges, range tasks (one a range
     for all the null's offsets) and combine tasks (one for all the null's offsets)."""
-    monkeypatch.setattr(distributed, "MERGE_FAN_IN", fan_in)
+    monkeypatch.setattr(distributed, "DENSE_MERGE_FAN_IN" if vocab <= 256 else "MERGE_FAN_IN", fan_in)
     stream = stream_of(150, 0, vocab)
     offsets, partners = [1, 3, 50, 700], ("real", "rotate", "iid")
     want = PairCounter(stream, n_blocks=8, seed=4).sums_at(offsets, partners)
@@ -79,7 +79,26 @@ def test_dask_sums_equal_local(
     n_ranges = len(dask.key_edges) - 1
     assert n_ranges == (key_ranges or 1)
     assert_close(dask.sums_at(offsets, partners), want)
-    assert dask.tasks == graph_tasks(per_block, len(offsets) * len(partners), n_ranges, len(offsets) - 1)
+    assert dask.merge_tables == fan_in
+    assert dask.tasks == graph_tasks(per_block, len(offsets) * len(partners), n_ranges, len(offsets) - 1, fan_in)
+
+
+def test_graph_plan_sizes_tasks_by_the_tables_they_hold() -> None:
+    """A dense table (vocabulary up to 256) holds at most V^2 cells whatever the shard:
+    large shards, one first-token range and wide merges. A larger vocabulary's table can
+    hold an entry per pair: 4M-position shards, a range per 16M tokens (at most 16)."""
+    dense = (distributed.DENSE_SHARD_TOKENS, 1, distributed.DENSE_MERGE_FAN_IN)
+    assert graph_plan(10**11, 256) == dense
+    assert graph_plan(10**11, 257) == (distributed.SHARD_TOKENS, distributed.MAX_KEY_RANGES, distributed.MERGE_FAN_IN)
+    assert graph_plan(3 * distributed.RANGE_TOKENS - 1, 8192)[1] == 3
+    assert graph_plan(10**5, 8192)[1] == 1
+    assert graph_plan(10**11, 200, 1 << 20)[0] == graph_plan(10**11, 8192, 1 << 20)[0] == 1 << 20
+    # a default batch (4 offsets, real and null) at 10^11 tokens in 20 blocks: the byte graph
+    # has neither pieces nor picks, and far fewer shards and merges
+    per_block = 5 * 10**9
+    byte_graph = graph_tasks([-(-per_block // dense[0])] * 20, 8, 1, 3, dense[2])
+    bpe_graph = graph_tasks([-(-per_block // distributed.SHARD_TOKENS)] * 20, 8, 16, 3)
+    assert byte_graph < bpe_graph / 100
 
 
 def test_profile_table_equal_with_dask_counter(client, tmp_path: Path) -> None:
