@@ -6,10 +6,8 @@ on an embedded LocalCluster (processes, one thread each). Reports the largest di
 MI and of the standard error, wall time of each, worker-seconds spent counting shards and
 merging tables, the tasks each run submitted, the merged tables' entries per pair, and the
 workers' peak RSS, then the per-token costs that docs/scale.md extrapolates from; the
-wall time of a no-op task on the same cluster, the graph's size at 10^9 to 10^11
-tokens for bytes and BPE (``distributed.graph_plan``, ``graph_tasks``), and one bytes shard
-task at the default 4M and at the 64M positions bytes shards take (time and memory: a dense
-table's size does not depend on the shard's).
+wall time of a no-op task on the same cluster (the graph's size at larger corpora is
+``bench_graph.py``'s).
 
 Then the client's memory: ``depstat.profile`` of ``--client-mb`` and twice that of the
 same text as jsonl at bytes, and of ``--client-mb`` at bytes and BPE-8k (offsets up to
@@ -46,9 +44,7 @@ from distributed import get_task_stream
 from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents, offset_grid
 from benchlib import format_table, machine_line
 from depstat import kernels
-from depstat.distributed import (
-    DENSE_SHARD_TOKENS, OFFSETS_PER_BATCH, SHARD_TOKENS, DaskCounter, dask_client, graph_plan, graph_tasks,
-)
+from depstat.distributed import DaskCounter, dask_client
 from depstat.profile import mi_profile
 from depstat.stream import TokenStream
 
@@ -72,24 +68,6 @@ def entries_per_pair(stream: TokenStream) -> str:
             np.array([0]), np.array([0]), 1, int(stream.vocab_size))
         out.append(f"{len(keys) / max(int(counts.sum()), 1):.3f}")
     return " / ".join(out)
-
-
-def graph_rows(n_blocks: int = 20, partners: int = 2) -> list[list[object]]:
-    """Tasks of the default profile's graph at larger corpora (``distributed.graph_tasks``),
-    with the shards, first-token ranges and merges of ``distributed.graph_plan`` for bytes
-    (dense tables) and for a BPE vocabulary, batches of OFFSETS_PER_BATCH offsets x
-    ``partners`` slots."""
-    rows = []
-    batches = -(-N_OFFSETS // OFFSETS_PER_BATCH)
-    n_slots = OFFSETS_PER_BATCH * partners
-    for vocab, name in ((256, "bytes"), (8192, "BPE")):
-        for n in (10**9, 10**10, 10**11):
-            shard_tokens, ranges, merge_tables = graph_plan(n, vocab)
-            per_block = [-(-n // (n_blocks * shard_tokens))] * n_blocks
-            tasks = graph_tasks(per_block, n_slots, ranges, OFFSETS_PER_BATCH - 1, merge_tables)
-            rows.append([name, f"{n:.0e}", f"{shard_tokens >> 20}M", f"{sum(per_block):,}", ranges,
-                         max(2, merge_tables // n_slots), f"{tasks:,}", f"{tasks * batches:,}"])
-    return rows
 
 
 def _nothing(*inputs: object) -> None:
@@ -147,71 +125,6 @@ probe.join()
 print(json.dumps({"peak_mib": (peak - base) / 2**20, "seconds": seconds,
                   "tokens": {k: v["n_tokens"] for k, v in p.granularities.items()}}))
 """
-
-
-SHARD_PROBE = r"""
-import json, sys, threading, time
-import numpy as np
-from depstat import kernels
-from depstat.distributed import _count_shard
-
-def anon():
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("RssAnon:"))
-
-path, ends_path, shards = sys.argv[1], sys.argv[2], [int(v) for v in sys.argv[3].split(",")]
-ends = np.load(ends_path)
-n = np.load(path, mmap_mode="r").shape[0]
-real, rotate = kernels.MODE_REAL, kernels.MODE_ROTATE
-spec = [(r, real, 0, 0) for r in (1, 2, 3, 4)] + [(1, rotate, 7, 0)] + [(1, rotate, 7, r) for r in (2, 3, 4)]
-edges = np.array([0, 256 * 256], dtype=np.int64)
-
-def shard(size):
-    return _count_shard(path, 0, size, ends[: np.searchsorted(ends, size) + 1], spec, n // 2, 256, edges)
-
-shard(10_000)  # load the kernels first
-out = []
-for size in shards:
-    base = peak = anon()
-    done = False
-
-    def sample():
-        global peak
-        while not done:
-            peak = max(peak, anon())
-            time.sleep(0.005)
-
-    probe = threading.Thread(target=sample)
-    probe.start()
-    start = time.perf_counter()
-    tables = shard(size)
-    seconds = time.perf_counter() - start
-    done = True
-    probe.join()
-    out.append({"shard": size, "seconds": seconds, "peak_mib": (peak - base) / 2**20,
-                "entries": sum(len(t.keys) for ranges in tables for t in ranges)})
-print(json.dumps(out))
-"""
-
-
-def dense_shard_rows(docs: list[str], tmp: Path) -> list[list[object]]:
-    """One bytes shard task (``_count_shard``, a default batch: 4 offsets, real and rotation
-    null) at SHARD_TOKENS and DENSE_SHARD_TOKENS positions, in a fresh process: seconds,
-    ns a position (all 8 slots), table entries and peak anonymous memory above its start. The text is repeated
-    until the stream holds the larger shard."""
-    data = [t.encode("utf-8") for t in docs]
-    lengths = np.array([len(d) for d in data], dtype=np.int64)
-    reps = -(-(DENSE_SHARD_TOKENS + 1) // int(lengths.sum()))
-    path, ends_path = tmp / "bytes.npy", tmp / "ends.npy"
-    np.save(path, np.frombuffer(b"".join(data) * reps, dtype=np.uint8))
-    np.save(ends_path, np.cumsum(np.tile(lengths, reps)))
-    done = subprocess.run([sys.executable, "-c", SHARD_PROBE, str(path), str(ends_path),
-                           f"{SHARD_TOKENS},{DENSE_SHARD_TOKENS}"], capture_output=True, text=True, check=True)
-    rows = []
-    for out in json.loads(done.stdout.strip().splitlines()[-1]):
-        rows.append([f"{out['shard'] >> 20}M", f"{out['seconds']:.2f}", f"{out['seconds'] / out['shard'] * 1e9:.1f}",
-                     f"{out['entries']:,}", f"{out['peak_mib']:.0f}"])
-    return rows
 
 
 def client_memory(docs: list[str], mb: float, workers: int, tmp: Path) -> list[list[object]]:
@@ -307,16 +220,7 @@ def main() -> None:
         cost_rows))
     print(f"\nscheduling overhead: {overhead:.2f} ms a task (no-op tasks on this LocalCluster, submitted one by one; "
           "the scheduler, client and workers share the machine's cores)")
-    print(f"tasks of the graph at larger corpora ({N_OFFSETS} offsets, real + rotation null, 20 blocks)")
-    print(format_table(["stream", "tokens", "shard positions", "shards", "first-token ranges", "shards a merge",
-                        "tasks a batch", "tasks a profile"], graph_rows()))
     print("\nworker peak RSS (MiB): " + ", ".join(f"{v:.0f}" for v in rss.values()))
-    with tempfile.TemporaryDirectory() as tmp:
-        shard_rows = dense_shard_rows(docs, Path(tmp))
-    print("\none bytes shard task (distributed._count_shard) in a fresh process: a default batch (offsets 1-4, "
-          "real pairs and the rotation null: 8 slots); the text repeated to fill the larger shard")
-    print(format_table(["shard positions", "seconds", "ns a position", "table entries", "peak anonymous MiB"],
-                       shard_rows))
     with tempfile.TemporaryDirectory() as tmp:
         mem_rows = client_memory(docs, args.client_mb, args.workers, Path(tmp))
     print(f"\nthe profiling process's memory: depstat.profile of {args.client_mb:g} and "

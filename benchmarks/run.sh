@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask,null_sweep}.txt.
+# Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask,graph,null_sweep}.txt.
 # Usage: benchmarks/run.sh [--quick]
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
 # ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but versions).
@@ -61,6 +61,7 @@ run accuracy "$PYTHON" benchmarks/bench_accuracy.py "${accuracy_args[@]}"
 run analysis "$PYTHON" benchmarks/bench_analysis.py "${analysis_args[@]}"
 run end_to_end "$PYTHON" benchmarks/bench_end_to_end.py "${end_to_end_args[@]}"
 run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
+run graph "$PYTHON" benchmarks/bench_graph.py
 run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
-echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask null_sweep} into $OUT" >&2
+echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask graph null_sweep} into $OUT" >&2

@@ -257,7 +257,7 @@ def profile(
     how many, and the seconds spent tokenizing, counting and estimating. With ``workers``
     (an embedded Dask LocalCluster) or ``scheduler`` (an existing cluster's address) the
     pairs are counted on Dask workers (``depstat.distributed``), with the same results, in
-    shard tasks of ``shard_tokens`` positions (default ``distributed.SHARD_TOKENS``).
+    shard tasks of ``shard_tokens`` positions (default ``distributed.graph_plan``'s).
     ``pair_memory`` (bytes) caps the local counter's pair buffers (``PairCounter``).
     """
     _check_estimator(estimator)
