@@ -3,7 +3,7 @@
 No cluster is needed. First, the tasks ``DaskCounter.sums_at`` submits for a default
 profile (29 offsets, real pairs and the rotation null, 20 jackknife blocks) at 10^9 to
 10^11 tokens, with the shards, first-token ranges and merge widths ``distributed.graph_plan``
-gives bytes (dense tables) and a BPE vocabulary (``distributed.graph_tasks``: the equality
+gives bytes (dense tables) and a BPE vocabulary on a cluster of 64 worker threads (``distributed.graph_tasks``: the equality
 test in tests/test_distributed.py checks it against what ``sums_at`` submits). At Dask's
 documented ~1 ms a task this is the scheduler's share of a profile.
 
@@ -34,22 +34,23 @@ from depstat.distributed import (
 )
 
 N_OFFSETS = 29
+THREADS = 64  # the cluster the graph is sized for (docs/scale.md's 10^11-token estimate assumes 64 workers)
 
 
-def graph_rows(n_blocks: int = 20, partners: int = 2) -> list[list[object]]:
+def graph_rows(n_blocks: int = 20, partners: int = 2, threads: int = THREADS) -> list[list[object]]:
     """Tasks of the default profile's graph at larger corpora (``distributed.graph_tasks``),
     with the shards, first-token ranges and merges of ``distributed.graph_plan`` for bytes
-    (dense tables) and for a BPE vocabulary, batches of OFFSETS_PER_BATCH offsets x
-    ``partners`` slots."""
+    (dense tables) and for a BPE vocabulary on a cluster of ``threads`` worker threads,
+    batches of OFFSETS_PER_BATCH offsets x ``partners`` slots."""
     rows = []
     batches = -(-N_OFFSETS // OFFSETS_PER_BATCH)
     n_slots = OFFSETS_PER_BATCH * partners
     for vocab, name in ((256, "bytes"), (8192, "BPE")):
         for n in (10**9, 10**10, 10**11):
-            shard_tokens, ranges, merge_tables = graph_plan(n, vocab)
+            shard_tokens, ranges, merge_tables = graph_plan(n, vocab, threads=threads)
             per_block = [-(-n // (n_blocks * shard_tokens))] * n_blocks
             tasks = graph_tasks(per_block, n_slots, ranges, OFFSETS_PER_BATCH - 1, merge_tables)
-            rows.append([name, f"{n:.0e}", f"{shard_tokens >> 20}M", f"{sum(per_block):,}", ranges,
+            rows.append([name, f"{n:.0e}", f"{shard_tokens / 2**20:.0f}M", f"{sum(per_block):,}", ranges,
                          max(2, merge_tables // n_slots), f"{tasks:,}", f"{tasks * batches:,}"])
     return rows
 
@@ -125,7 +126,7 @@ def dense_shard_rows(docs: list[str], tmp: Path) -> list[list[object]]:
 def main() -> None:
     print(machine_line())
     print(f"\ntasks of the graph at larger corpora ({N_OFFSETS} offsets, real + rotation null, 20 blocks; "
-          "distributed.graph_plan's defaults)")
+          f"distributed.graph_plan's defaults for a cluster of {THREADS} worker threads)")
     print(format_table(["stream", "tokens", "shard positions", "shards", "first-token ranges", "shards a merge",
                         "tasks a batch", "tasks a profile"], graph_rows()))
     docs, source = english_documents(FORTUNES_DIR, GCIDE)

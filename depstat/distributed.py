@@ -66,7 +66,8 @@ SHARD_TOKENS = 1 << 22  # positions per shard task
 # A vocabulary of up to 256 is counted in dense V x V tables (``kernels.dense_range_tables``):
 # a shard's table then holds at most V^2 cells a slot whatever its size, so its shards are
 # larger, its tables are not cut into first-token ranges, and a merge task takes more tables.
-DENSE_SHARD_TOKENS = 1 << 26
+DENSE_SHARD_TOKENS = 1 << 26  # at most
+SHARDS_PER_THREAD = 4  # a batch's dense shards per worker thread, where the stream allows
 DENSE_MERGE_FAN_IN = 256  # dense tables a merge task holds: at most 65,536 cells (1 MiB) each
 ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
@@ -157,7 +158,7 @@ def engine(
                                shard_tokens=shard_tokens)
 
         info = {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster",
-                "shard_tokens": shard_tokens or f"{SHARD_TOKENS}; {DENSE_SHARD_TOKENS} for vocabularies up to 256"}
+                "shard_tokens": shard_tokens or f"{SHARD_TOKENS}; up to {DENSE_SHARD_TOKENS} for vocabularies up to 256"}
         try:
             yield Engine(make, encoder, info)
         finally:
@@ -286,7 +287,9 @@ class DaskCounter:
         self.seed = seed
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
-        shard_tokens, ranges, self.merge_tables = graph_plan(stream.n_tokens, int(stream.vocab_size), shard_tokens)
+        threads = sum(client.nthreads().values())
+        shard_tokens, ranges, self.merge_tables = graph_plan(stream.n_tokens, int(stream.vocab_size), shard_tokens,
+                                                             threads)
         self.bounds = shards(stream.doc_lengths, self.block_starts, shard_tokens)
         shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
         self.block_shards = [np.flatnonzero(shard_block == g) for g in range(self.n_blocks)]  # shards never straddle blocks
@@ -388,18 +391,21 @@ class DaskCounter:
         return {(p, r): results[i] for i, (r, _, p) in enumerate(slots)}
 
 
-def graph_plan(n_tokens: int, vocab: int, shard_tokens: int | None = None) -> tuple[int, int, int]:
+def graph_plan(n_tokens: int, vocab: int, shard_tokens: int | None = None, threads: int = 1) -> tuple[int, int, int]:
     """The Dask graph's shape for a stream: (positions a shard task counts, first-token
     ranges, tables a merge task holds).
 
     A table of a vocabulary up to 256 is dense, at most V^2 cells a slot whatever the
-    shard: DENSE_SHARD_TOKENS a shard, one range, DENSE_MERGE_FAN_IN tables a merge. A
-    larger vocabulary's table can hold an entry per pair: SHARD_TOKENS a shard (or
-    ``shard_tokens``), one range per RANGE_TOKENS of stream (at most MAX_KEY_RANGES), so
-    that a range task holds a part of every block's table, and MERGE_FAN_IN tables a merge.
+    shard: shards as large as leave SHARDS_PER_THREAD a batch to each of the cluster's
+    ``threads`` (from SHARD_TOKENS up to DENSE_SHARD_TOKENS), one range, DENSE_MERGE_FAN_IN
+    tables a merge. A larger vocabulary's table can hold an entry per pair: SHARD_TOKENS a
+    shard, one range per RANGE_TOKENS of stream (at most MAX_KEY_RANGES), so that a range
+    task holds a part of every block's table, and MERGE_FAN_IN tables a merge.
+    ``shard_tokens`` overrides the shard size.
     """
     if vocab * vocab <= kernels.DENSE_RANGE_CELLS:
-        return shard_tokens or DENSE_SHARD_TOKENS, 1, DENSE_MERGE_FAN_IN
+        spread = n_tokens // (SHARDS_PER_THREAD * max(threads, 1))
+        return shard_tokens or min(max(spread, SHARD_TOKENS), DENSE_SHARD_TOKENS), 1, DENSE_MERGE_FAN_IN
     return shard_tokens or SHARD_TOKENS, min(MAX_KEY_RANGES, max(1, -(-n_tokens // RANGE_TOKENS))), MERGE_FAN_IN
 
 

@@ -83,12 +83,32 @@ def test_dask_sums_equal_local(
     assert dask.tasks == graph_tasks(per_block, len(offsets) * len(partners), n_ranges, len(offsets) - 1, fan_in)
 
 
+@pytest.mark.parametrize("vocab", [200, 300])
+def test_dask_default_plan_equals_local(client, tmp_path: Path, vocab: int) -> None:
+    """Without --shard-tokens the counter takes ``graph_plan``'s shape for the cluster:
+    for this small stream 4M-position shards (one a block), with wide merges for a
+    bytes-sized vocabulary; the sums equal the local engine's either way."""
+    stream = stream_of(150, 3, vocab)
+    offsets, partners = [1, 4, 90], ("real", "rotate")
+    want = PairCounter(stream, n_blocks=5).sums_at(offsets, partners)
+    dask = DaskCounter(stream, client, n_blocks=5, shared_dir=tmp_path)
+    plan = graph_plan(stream.n_tokens, vocab, threads=sum(client.nthreads().values()))
+    merge_tables = distributed.DENSE_MERGE_FAN_IN if vocab <= 256 else distributed.MERGE_FAN_IN
+    assert plan == (distributed.SHARD_TOKENS, 1, merge_tables)
+    assert dask.merge_tables == merge_tables and len(dask.key_edges) == 2
+    assert [len(b) for b in dask.block_shards] == [1] * 5
+    assert_close(dask.sums_at(offsets, partners), want)
+
+
 def test_graph_plan_sizes_tasks_by_the_tables_they_hold() -> None:
     """A dense table (vocabulary up to 256) holds at most V^2 cells whatever the shard:
     large shards, one first-token range and wide merges. A larger vocabulary's table can
     hold an entry per pair: 4M-position shards, a range per 16M tokens (at most 16)."""
     dense = (distributed.DENSE_SHARD_TOKENS, 1, distributed.DENSE_MERGE_FAN_IN)
-    assert graph_plan(10**11, 256) == dense
+    assert graph_plan(10**11, 256) == graph_plan(10**11, 256, threads=64) == dense
+    # dense shards shrink to leave each thread SHARDS_PER_THREAD of them, down to 4M positions
+    assert graph_plan(10**10, 256, threads=64)[0] == 10**10 // (64 * distributed.SHARDS_PER_THREAD)
+    assert graph_plan(10**9, 256, threads=64)[0] == distributed.SHARD_TOKENS
     assert graph_plan(10**11, 257) == (distributed.SHARD_TOKENS, distributed.MAX_KEY_RANGES, distributed.MERGE_FAN_IN)
     assert graph_plan(3 * distributed.RANGE_TOKENS - 1, 8192)[1] == 3
     assert graph_plan(10**5, 8192)[1] == 1
