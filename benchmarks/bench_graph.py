@@ -10,7 +10,7 @@ documented ~1 ms a task this is the scheduler's share of a profile.
 Then one bytes shard task (``distributed._count_shard``, a default batch: offsets 1-4,
 real and rotation null, 8 slots) at SHARD_TOKENS (4M) and at DENSE_SHARD_TOKENS (64M)
 positions, in a fresh process, on the English text of ``bench_speed.py`` repeated until it
-fills the larger shard: best seconds of 3, ns a position, table entries and peak anonymous memory
+fills the larger shard: best seconds of 3 runs (of 16 at 4M: as many positions), ns a position, table entries and peak anonymous memory
 above the process's start. A dense table holds at most V^2 cells whatever the shard, so
 memory should not grow with the shard, and the time should grow linearly.
 
@@ -90,7 +90,7 @@ for size in shards:
     probe = threading.Thread(target=sample)
     probe.start()
     seconds = []
-    for _ in range(3):
+    for _ in range(max(3, shards[-1] // size)):  # as many positions for each size, and 3 runs at least
         start = time.perf_counter()
         tables = shard(size)
         seconds.append(time.perf_counter() - start)
@@ -105,7 +105,7 @@ print(json.dumps(out))
 
 def dense_shard_rows(docs: list[str], tmp: Path) -> list[list[object]]:
     """One bytes shard task (``_count_shard``, a default batch: 4 offsets, real and rotation
-    null) at SHARD_TOKENS and DENSE_SHARD_TOKENS positions, in a fresh process: best seconds of 3,
+    null) at SHARD_TOKENS and DENSE_SHARD_TOKENS positions, in a fresh process: best seconds of 3 (16 at 4M),
     ns a position (all 8 slots), table entries and peak anonymous memory above its start. The text is repeated
     until the stream holds the larger shard."""
     data = [t.encode("utf-8") for t in docs]
@@ -134,7 +134,7 @@ def main() -> None:
         shard_rows = dense_shard_rows(docs, Path(tmp))
     print(f"\none bytes shard task (distributed._count_shard) in a fresh process: a default batch (offsets 1-4, "
           f"real pairs and the rotation null: 8 slots); text: {source}, repeated to fill the larger shard")
-    print(format_table(["shard positions", "best s of 3", "ns a position", "table entries", "peak anonymous MiB"],
+    print(format_table(["shard positions", "best s", "ns a position", "table entries", "peak anonymous MiB"],
                        shard_rows))
 
 
