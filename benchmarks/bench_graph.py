@@ -2,17 +2,19 @@
 
 No cluster is needed. First, the tasks ``DaskCounter.sums_at`` submits for a default
 profile (29 offsets, real pairs and the rotation null, 20 jackknife blocks) at 10^9 to
-10^11 tokens, with the shards, first-token ranges and merge widths ``distributed.graph_plan``
-gives bytes (dense tables) and a BPE vocabulary on a cluster of 64 worker threads (``distributed.graph_tasks``: the equality
-test in tests/test_distributed.py checks it against what ``sums_at`` submits). At Dask's
+10^11 tokens, with the shards, first-token ranges and merge widths
+``distributed.graph_plan`` gives bytes (dense tables) and a BPE vocabulary on a cluster of
+64 worker threads (``distributed.graph_tasks``: the equality test in
+tests/test_distributed.py checks it against what ``sums_at`` submits). At Dask's
 documented ~1 ms a task this is the scheduler's share of a profile.
 
 Then one bytes shard task (``distributed._count_shard``, a default batch: offsets 1-4,
 real and rotation null, 8 slots) at SHARD_TOKENS (4M) and at DENSE_SHARD_TOKENS (64M)
 positions, in a fresh process, on the English text of ``bench_speed.py`` repeated until it
-fills the larger shard: best seconds of 3 runs (of 16 at 4M: as many positions), ns a position, table entries and peak anonymous memory
-above the process's start. A dense table holds at most V^2 cells whatever the shard, so
-memory should not grow with the shard, and the time should grow linearly.
+fills the larger shard: the best seconds of 3 runs (16 at 4M: as many positions), ns a
+position, table entries and peak anonymous memory above the process's start. A dense
+table holds at most V^2 cells whatever the shard, so memory should not grow with the
+shard, and the time should grow linearly.
 
 Run: ``python benchmarks/bench_graph.py``.
 """
