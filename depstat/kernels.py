@@ -33,6 +33,18 @@ import numba as nb
 import numpy as np
 from scipy.special import digamma
 
+
+def kernel(**options: object):
+    """``nb.njit`` as every kernel here is compiled: cached on disk, with NumPy's error model.
+
+    Under Python's error model a division may raise ZeroDivisionError, and Numba then kept
+    reference counting around each call of a helper inlined into a loop that divides (as
+    ``n_g_n`` does past its table), even when that branch never runs: about 80 ns a call in
+    draft timings, paid per (first token, partner process) in ``partition_sums``. Nothing
+    here divides by zero: the inputs are checked before they reach the kernels.
+    """
+    return nb.njit(cache=True, error_model="numpy", **options)
+
 MODE_REAL = 0
 MODE_ROTATE = 1
 MODE_IID = 2
@@ -66,16 +78,22 @@ SUM_TABLES = np.stack([
 ])
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def n_log_n(n: int) -> float:
     return n * np.log(n) if n > 0 else 0.0
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def n_g_n(n: int, table: np.ndarray) -> float:
     """n G(n) from the table, or from the asymptotic series beyond it (error < 1e-12)."""
     if n < table.shape[0]:
         return table[n]
+    return _n_g_n_series(n)
+
+
+@kernel(inline="always")
+def _n_g_n_series(n: int) -> float:
+    """n G(n) from the asymptotic series (error < 1e-12 past the table)."""
     x = float(n)
     psi = np.log(x) - 1.0 / (2 * x) - 1.0 / (12 * x * x) + 1.0 / (120 * x**4)
     half_diff = 1.0 / x + 1.0 / (2 * x * x) - 1.0 / (4 * x**4)  # psi((n+1)/2) - psi(n/2)
@@ -83,7 +101,7 @@ def n_g_n(n: int, table: np.ndarray) -> float:
     return x * (psi + 0.5 * sign * half_diff)
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _mix(key: int, seed: int) -> np.uint64:
     """A 64-bit hash of (key, seed) (splitmix-style finaliser)."""
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(seed)
@@ -93,14 +111,14 @@ def _mix(key: int, seed: int) -> np.uint64:
     return h
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _rotation_base(p: int, shift: int, n: int) -> int:
     """Where the rotation null's partner of position p lies, at every offset: (p + shift + jitter) mod n."""
     jitter = np.int64(_mix(p >> ROTATE_RUN_BITS, ROTATE_SEED) % np.uint64(1 << ROTATE_RUN_BITS))
     return (p + shift + jitter) % n
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _partner(p: int, base: int, r: int, mode: int, n: int, seed: int) -> int:
     """Partner position of p at offset r; ``base`` is ``_rotation_base(p)``."""
     if mode == MODE_REAL:
@@ -110,25 +128,25 @@ def _partner(p: int, base: int, r: int, mode: int, n: int, seed: int) -> int:
     return np.int64(_mix(p, seed) % np.uint64(n))
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _add_sums(out: np.ndarray, n: int, tables: np.ndarray, sign: float) -> None:
     if n < tables.shape[1]:
         out[0] += sign * tables[0, n]
         out[1] += sign * tables[1, n]
     else:
         out[0] += sign * n_log_n(n)
-        out[1] += sign * n_g_n(n, tables[1])
+        out[1] += sign * _n_g_n_series(n)
     out[2] += sign * (1.0 if n > 0 else 0.0)
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _add_delta(out: np.ndarray, total: int, part: int, tables: np.ndarray) -> None:
     """Change of the sums when a cell of ``total`` counts loses ``part`` of them."""
     _add_sums(out, total - part, tables, 1.0)
     _add_sums(out, total, tables, -1.0)
 
 
-@nb.njit(cache=True)
+@kernel()
 def token_counts(tok: np.ndarray, vocab: int) -> np.ndarray:
     """How often each token id occurs (np.bincount without its int64 copy of the stream)."""
     counts = np.zeros(vocab, dtype=np.int64)
@@ -137,7 +155,7 @@ def token_counts(tok: np.ndarray, vocab: int) -> np.ndarray:
     return counts
 
 
-@nb.njit(cache=True)
+@kernel()
 def relabel(tok: np.ndarray, rank: np.ndarray, out: np.ndarray) -> None:
     """out[i] = rank[tok[i]] (fancy indexing without its int64 copy of the indices)."""
     for i in range(tok.shape[0]):
@@ -153,7 +171,7 @@ XLOC_BITS = 8
 XLOC_MASK = (1 << XLOC_BITS) - 1
 
 
-@nb.njit(cache=True)
+@kernel()
 def partition_tokens(counts: np.ndarray, part_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """Cut token ids (sorted by count, descending) into partitions of about ``part_tokens`` positions.
 
@@ -173,7 +191,7 @@ def partition_tokens(counts: np.ndarray, part_tokens: int) -> tuple[np.ndarray, 
     return code, widths[: q + 1].copy()
 
 
-@nb.njit(cache=True)
+@kernel()
 def partition_layout(tok: np.ndarray, code: np.ndarray, block_starts: np.ndarray, n_parts: int) -> np.ndarray:
     """Where the pairs of each (partition, block) start in the pair buffers: partition-major, blocks in order.
 
@@ -194,7 +212,7 @@ def partition_layout(tok: np.ndarray, code: np.ndarray, block_starts: np.ndarray
     return region
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n: int) -> tuple[int, int]:
     """``(stop, off)``: positions q .. stop - 1 (stop <= last) have their partner at ``i + off``.
 
@@ -213,7 +231,7 @@ def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n:
 
 # A token with this many pairs a block or more has its jackknife deltas taken over listed
 # cells, a lookup per (cell, block); a rarer one pair by pair, a lookup per pair
-# (``_count_sorted``). In draft timings of partition_sums at 1M and 10M tokens of BPE-8k and 32k:
+# (``_pair_by_pair``). In draft timings of partition_sums at 1M and 10M tokens of BPE-8k and 32k:
 # 32 to 256 alike, 4 slower at 10M, pair by pair for every token slower at 10M.
 LISTED_PAIRS = 64
 # The partitioned kernel keeps each partner's cell in one int64: its total over all blocks in
@@ -228,7 +246,7 @@ NOTE_PAIRS = (1 << 16) - 1  # pairs of a cell in one block the note holds
 EMIT_RUN = 4096  # positions per run of emit_pairs: where the first slot's pairs went is kept for the others
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, second_row, life, life_of, dend,
                spill):
     """The first slot's pairs of positions q .. stop - 1; with ``keep``, ``where[i - q]`` keeps each pair's place.
@@ -264,7 +282,7 @@ def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, 
             second_row[y] += 1
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _emit_follow(tok, q, stop, off, where, ys, second_row):
     """Another slot's partners of positions q .. stop - 1, at the places the first slot took."""
     count_second = second_row.shape[0] > 0
@@ -278,7 +296,7 @@ def _emit_follow(tok, q, stop, off, where, ys, second_row):
             second_row[y] += 1
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _emit_dropped(tok, q, stop, where, ys, sentinel, first_row):
     """Positions q .. stop - 1 have no partner at another slot's (larger) offset: its places get ``sentinel``
     and its first marginal (which ``emit_pairs`` takes from the first slot's; unless empty) loses them."""
@@ -291,7 +309,7 @@ def _emit_dropped(tok, q, stop, where, ys, sentinel, first_row):
                 first_row[tok[i]] -= 1
 
 
-@nb.njit(cache=True)
+@kernel()
 def _deal(sizes: np.ndarray, n_bins: int) -> np.ndarray:
     """Items dealt to bins, largest first, each to the least loaded bin (ties to the lowest):
     bin b takes ``deal[b]`` up to its first -1."""
@@ -306,14 +324,14 @@ def _deal(sizes: np.ndarray, n_bins: int) -> np.ndarray:
     return deal
 
 
-@nb.njit(cache=True)
+@kernel()
 def _deal_blocks(block_starts: np.ndarray, n_workers: int) -> np.ndarray:
     """Jackknife blocks dealt to workers (``_deal``). Blocks of whole documents can be very
     unequal (one long document), and a parallel loop over blocks would leave a thread idle."""
     return _deal(block_starts[1:] - block_starts[:-1], n_workers)
 
 
-@nb.njit(cache=True)
+@kernel()
 def _deal_partitions(region: np.ndarray, fill_end: np.ndarray, n_workers: int) -> tuple[np.ndarray, np.ndarray]:
     """Partitions dealt to N_CHUNKS chunks by their pairs, and the chunks to ``n_workers``
     workers (``_deal``): ``(chunks, workers)``. The chunks' sums are added in chunk order and
@@ -331,7 +349,7 @@ def _deal_partitions(region: np.ndarray, fill_end: np.ndarray, n_workers: int) -
     return chunks, _deal(loads, n_workers)
 
 
-@nb.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def emit_pairs(
     tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
     region: np.ndarray, slot_r: np.ndarray, modes: np.ndarray, seeds: np.ndarray, shift: int,
@@ -408,15 +426,15 @@ def emit_pairs(
                 first[s, g] += first[0, g] - base
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _cell_sums(n: int, tables: np.ndarray) -> tuple[float, float]:
     """(n ln n, n G(n)) from the tables, or computed beyond them."""
     if n < tables.shape[1]:
         return tables[0, n], tables[1, n]
-    return n_log_n(n), n_g_n(n, tables[1])
+    return n_log_n(n), _n_g_n_series(n)
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _count_cells(src, a, b, counts, listed, n_listed, shift=0):
     """counts[y] += 1 << shift for each y in src[a:b], listing each y whose count above bit
     ``shift`` leaves 0; returns the list's length."""
@@ -429,15 +447,16 @@ def _count_cells(src, a, b, counts, listed, n_listed, shift=0):
     return n_listed
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _drop_one(n: int, tables: np.ndarray) -> tuple[float, float]:
     """Change of (n ln n, n G(n)) when a cell of n counts loses one, from the tables or computed beyond them."""
     if n < tables.shape[1]:
         return tables[2, n], tables[3, n]
-    return n_log_n(n - 1) - n_log_n(n), n_g_n(n - 1, tables[1]) - n_g_n(n, tables[1])
+    after = tables[1, n - 1] if n - 1 < tables.shape[1] else _n_g_n_series(n - 1)
+    return n_log_n(n - 1) - n_log_n(n), after - _n_g_n_series(n)
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _block_deltas(src, a, b, g, cell, hit, tables, jk):
     """Add to ``jk[g]`` the change of the joint sums when block g's pairs ``src[a:b]`` are deleted.
 
@@ -466,7 +485,7 @@ def _block_deltas(src, a, b, g, cell, hit, tables, jk):
     jk[g, 2] -= emptied
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _pair_deltas(src, blk, a, b, cell, tables, jk):
     """Add to ``jk`` the change of the joint sums when each block is deleted, pair by pair,
     for one token's partners ``src[a:b]`` (fewer than NOTE_PAIRS) in block order (``blk``
@@ -496,7 +515,7 @@ def _pair_deltas(src, blk, a, b, cell, tables, jk):
         jk[g, 2] -= k == t
 
 
-@nb.njit(cache=True, inline="always")
+@kernel()
 def _count_token(src, lo, hi, cell, hit, touched, tables, jk, jackknife):
     """Count one first token's partners, ``src[lo[g]:hi[g]]`` for each block g, into ``cell``
     (all zero before; the totals go to its low bits, CELL_TOTAL).
@@ -517,21 +536,19 @@ def _count_token(src, lo, hi, cell, hit, touched, tables, jk, jackknife):
     return n_t
 
 
-@nb.njit(cache=True, inline="always")
-def _count_sorted(src, blk, a, b, cell, hit, touched, tables, jk, jackknife):
-    """``_count_token`` for one token's partners ``src[a:b]`` kept in block order, ``blk`` giving each one's block.
+@kernel(inline="always")
+def _pair_by_pair(n_pairs: int, n_blocks: int) -> int:
+    """Whether a token of ``n_pairs`` pairs (kept in block order) has its jackknife deltas
+    taken pair by pair (``_pair_deltas``, a lookup per pair) rather than block by block
+    (``_block_runs``, a lookup per (cell, block)): under LISTED_PAIRS pairs a block, and
+    under NOTE_PAIRS, which the note can count. Either way only the blocks the token occurs
+    in are visited, so a rare token costs O(its pairs), not O(blocks)."""
+    return n_pairs < min(LISTED_PAIRS * n_blocks, NOTE_PAIRS)
 
-    Only the blocks the token occurs in are visited, so a rare token costs O(its pairs),
-    not O(blocks). A token with LISTED_PAIRS pairs a block or more has its deltas taken
-    block by block over listed cells (``_block_deltas``, a lookup per cell); a rarer one
-    pair by pair (``_pair_deltas``, a lookup per pair), if it has fewer than NOTE_PAIRS.
-    """
-    n_t = _count_cells(src, a, b, cell, touched, 0)
-    if not jackknife:
-        return n_t
-    if b - a < min(LISTED_PAIRS * jk.shape[0], NOTE_PAIRS):
-        _pair_deltas(src, blk, a, b, cell, tables, jk)  # the caller resets the cells
-        return n_t
+
+@kernel()
+def _block_runs(src, blk, a, b, cell, hit, tables, jk):
+    """``_block_deltas`` for each block's run of one token's partners ``src[a:b]`` (block order, ``blk``)."""
     i = a
     while i < b:
         g = blk[i]
@@ -540,10 +557,9 @@ def _count_sorted(src, blk, a, b, cell, hit, touched, tables, jk, jackknife):
             j += 1
         _block_deltas(src, i, j, g, cell, hit, tables, jk)
         i = j
-    return n_t
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos):
     """Counting sort of partition q's pairs by first token (w tokens), keeping block order.
 
@@ -571,7 +587,7 @@ def _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, star
                 lsrt[to] = life[i]
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _largest_partition(region: np.ndarray, fill_end: np.ndarray) -> int:
     """Pairs in the largest partition (at least 1): the size of a worker's sort buffers."""
     largest = 1
@@ -580,7 +596,7 @@ def _largest_partition(region: np.ndarray, fill_end: np.ndarray) -> int:
     return largest
 
 
-@nb.njit(cache=True)
+@kernel()
 def _partition_sums(
     xloc, ys, region, fill_end, w, q, tables, jackknife, cell, hit, touched, srt, blk, starts, pos,
     sums, jk,
@@ -592,32 +608,45 @@ def _partition_sums(
     a counting sort that keeps block order and notes each pair's block in ``blk``.
     """
     n_slots = ys.shape[0]
-    if w > 1:
-        _sort_partition(xloc, ys, ys[0, :0], region, fill_end, q, w, srt, srt[0, :0], blk, starts, pos)
+    if w == 1:
+        for s in range(n_slots):
+            n_t = _count_token(ys[s], region[q], fill_end[q], cell, hit, touched, tables, jk[s], jackknife)
+            _add_touched(sums[s], cell, touched, n_t, tables)
+        return
+    _sort_partition(xloc, ys, ys[0, :0], region, fill_end, q, w, srt, srt[0, :0], blk, starts, pos)
     for s in range(n_slots):
-        s0, s1, cells = 0.0, 0.0, 0
-        for x in range(w):
-            if w == 1:
-                n_t = _count_token(ys[s], region[q], fill_end[q], cell, hit, touched, tables, jk[s], jackknife)
-            else:
-                n_t = _count_sorted(srt[s], blk, starts[x], starts[x + 1], cell, hit, touched, tables,
-                                    jk[s], jackknife)
-            for j in range(n_t):
-                y = touched[j]
-                if y == cell.shape[0] - 1:  # the dropped pairs' cell (the sentinel, ``vocab``)
-                    cells -= 1
+        src, slot_jk, slot_sums = srt[s], jk[s], sums[s]
+        for x in range(w):  # calls only what Numba inlines, but _block_runs for frequent tokens: see ``kernel``
+            a, b = starts[x], starts[x + 1]
+            n_t = _count_cells(src, a, b, cell, touched, 0)
+            if jackknife:
+                if _pair_by_pair(b - a, jk.shape[1]):
+                    _pair_deltas(src, blk, a, b, cell, tables, slot_jk)  # the cells are reset below
                 else:
-                    v0, v1 = _cell_sums(cell[y] & CELL_TOTAL, tables)
-                    s0 += v0
-                    s1 += v1
-                cell[y] = 0
-            cells += n_t
-        sums[s, 0] += s0
-        sums[s, 1] += s1
-        sums[s, 2] += cells
+                    _block_runs(src, blk, a, b, cell, hit, tables, slot_jk)
+            _add_touched(slot_sums, cell, touched, n_t, tables)
 
 
-@nb.njit(cache=True)
+@kernel(inline="always")
+def _add_touched(sums, cell, touched, n_t, tables):
+    """Add the joint sums of the cells ``touched[:n_t]`` (totals in ``cell``'s low bits) to
+    ``sums`` and reset them; the dropped pairs' cell (the sentinel, ``vocab``) is left out."""
+    s0, s1, cells = 0.0, 0.0, n_t
+    for j in range(n_t):
+        y = touched[j]
+        if y == cell.shape[0] - 1:
+            cells -= 1
+        else:
+            v0, v1 = _cell_sums(cell[y] & CELL_TOTAL, tables)
+            s0 += v0
+            s1 += v1
+        cell[y] = 0
+    sums[0] += s0
+    sums[1] += s1
+    sums[2] += cells
+
+
+@kernel()
 def _chunk_totals(sums_c: np.ndarray, jk_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The fixed chunks' sums and deltas added in chunk order (so the thread count changes nothing)."""
     sums, jk = np.zeros(sums_c.shape[1:]), np.zeros(jk_c.shape[1:])
@@ -627,7 +656,7 @@ def _chunk_totals(sums_c: np.ndarray, jk_c: np.ndarray) -> tuple[np.ndarray, np.
     return sums, jk
 
 
-@nb.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def partition_sums(
     xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray,
     vocab: int, tables: np.ndarray, jackknife: bool, n_workers: int,
@@ -674,7 +703,7 @@ def partition_sums(
     return _chunk_totals(joint_c, joint_jk_c)
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _cell_change(jk, t, c, t2, c2, tables):
     """Add to ``jk`` the change of a cell's delete-block delta f(t - c) - f(t) when its total
     goes from t to t2 and the block's part of it from c to c2."""
@@ -684,20 +713,54 @@ def _cell_change(jk, t, c, t2, c2, tables):
     _add_sums(jk, t, tables, 1.0)
 
 
-@nb.njit(cache=True)
-def _sweep_token(src, blk, life, a, b, n_life, cell, run, order, touched, slot, cells, dying, bins, cb,
-                 tables, diff, jk_diff, jackknife):
-    """One first token's null pairs ``src[a:b]`` (block order): its joint sums at the first
-    offset into ``diff[0]``/``jk_diff[0]``, then the deletion of the pairs whose life ends at
-    each offset index j into ``diff[j]``/``jk_diff[j]``, all of a cell's at once. Returns
-    ``cb``, grown if it had to be."""
-    n_blocks = jk_diff.shape[1]
-    n_t = _count_sorted(src, blk, a, b, cell, order, touched, tables, jk_diff[0], jackknife)
+@kernel()
+def _sweep_partition(src, blk, life, starts, w, n_life, cell, run, order, touched, slot, cells, dying, bins, cb,
+                     tables, diff, jk_diff, jackknife):
+    """The null pairs of one partition's w tokens, token x's in ``src[starts[x]:starts[x + 1]]``
+    (block order): each token's joint sums at the first offset into ``diff[0]``/``jk_diff[0]``,
+    then the deletion of the pairs whose life ends at each offset index j into
+    ``diff[j]``/``jk_diff[j]`` (``_sweep_dying``). Returns ``cb``, grown if it had to be.
+    The loop over tokens calls nothing Numba does not inline but ``_block_runs`` and
+    ``_sweep_dying``, and those only for tokens that need them (see ``kernel``)."""
+    first, first_jk = diff[0], jk_diff[0]
+    for x in range(w):
+        a, b = starts[x], starts[x + 1]
+        n_t = _count_cells(src, a, b, cell, touched, 0)
+        if jackknife:
+            if _pair_by_pair(b - a, jk_diff.shape[1]):
+                _pair_deltas(src, blk, a, b, cell, tables, first_jk)
+            else:
+                _block_runs(src, blk, a, b, cell, order, tables, first_jk)
+        _add_cells(first, cell, touched, n_t, tables)
+        n_d, n_c = _dying_pairs(src, life, a, b, n_life, slot, cells, dying)
+        if n_d > 0:
+            cb = _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, cell, run, order, slot, cells, dying, bins, cb,
+                              tables, diff, jk_diff, jackknife)
+        for j in range(n_t):
+            cell[touched[j]] = 0
+    return cb
+
+
+@kernel(inline="always")
+def _add_cells(sums, cell, touched, n_t, tables):
+    """Add the joint sums of the cells ``touched[:n_t]`` (totals in ``cell``'s low bits) to ``sums``."""
+    s0, s1 = 0.0, 0.0
     for j in range(n_t):
-        _add_sums(diff[0], cell[touched[j]] & CELL_TOTAL, tables, 1.0)
+        v0, v1 = _cell_sums(cell[touched[j]] & CELL_TOTAL, tables)
+        s0 += v0
+        s1 += v1
+    sums[0] += s0
+    sums[1] += s1
+    sums[2] += n_t
+
+
+@kernel(inline="always")
+def _dying_pairs(src, life, a, b, n_life, slot, cells, dying):
+    """List in ``dying`` the pairs of ``src[a:b]`` whose life ends before the last offset, and
+    in ``cells`` their cells, each once (``slot[y]``: its number); returns the two counts."""
     n_d, n_c = 0, 0
     for i in range(a, b):
-        if life[i] < n_life:  # dropped before the last offset
+        if life[i] < n_life:
             dying[n_d] = i
             n_d += 1
             y = src[i]
@@ -705,68 +768,76 @@ def _sweep_token(src, blk, life, a, b, n_life, cell, run, order, touched, slot, 
                 slot[y] = n_c
                 cells[n_c] = y
                 n_c += 1
-    if n_d > 0:
-        if jackknife:  # the dying cells' pairs per block, and room for their drops at one offset
-            if 2 * n_c * n_blocks > cb.shape[0]:
-                cb = np.empty(4 * n_c * n_blocks, dtype=np.int32)
-            cb[: 2 * n_c * n_blocks] = 0
-            for i in range(a, b):
-                k = slot[src[i]]
-                if k >= 0:
-                    cb[k * n_blocks + blk[i]] += 1
-        bins[: n_life + 1] = 0  # the dying pairs in order of their offset index: a counting sort
-        for e in range(n_d):
-            bins[life[dying[e]] + 1] += 1
-        for j in range(n_life):
-            bins[j + 1] += bins[j]
-        for e in range(n_d):
-            i = dying[e]
-            at = bins[life[i]]
-            bins[life[i]] = at + 1
-            order[at] = i
-        pending = cb[n_c * n_blocks :]  # a cell's pairs dropped at this offset, per block
-        e = 0
-        while e < n_d:  # one offset index at a time, each cell's drops there at once
-            j = life[order[e]]
-            n_p = 0
-            f = e
-            while f < n_d and life[order[f]] == j:
-                i = order[f]
-                y = src[i]
-                if run[y] == 0:  # run (all zero) counts the cell's drops; dying lists the cells
-                    dying[n_p] = y
-                    n_p += 1
-                run[y] += 1
-                if jackknife:
-                    pending[slot[y] * n_blocks + blk[i]] += 1
-                f += 1
-            for h in range(n_p):
-                y = dying[h]
-                t = cell[y] & CELL_TOTAL
-                t2 = t - run[y]
-                run[y] = 0
-                _add_sums(diff[j], t2, tables, 1.0)
-                _add_sums(diff[j], t, tables, -1.0)
-                cell[y] = t2  # the jackknife's notes are no longer needed
-                if not jackknife:
-                    continue
-                k = slot[y] * n_blocks
-                for g in range(n_blocks):
-                    c = cb[k + g]
-                    if c > 0:
-                        c2 = c - pending[k + g]
-                        _cell_change(jk_diff[j, g], t, c, t2, c2, tables)
-                        cb[k + g] = c2
-                        pending[k + g] = 0
-            e = f
-        for e in range(n_c):
-            slot[cells[e]] = -1
-    for j in range(n_t):
-        cell[touched[j]] = 0
+    return n_d, n_c
+
+
+@kernel()
+def _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, cell, run, order, slot, cells, dying, bins, cb, tables,
+                 diff, jk_diff, jackknife):
+    """The deletion of one token's dying pairs (``_dying_pairs``: ``dying[:n_d]``, in the cells
+    ``cells[:n_c]``) at the offset index where each one's life ends, all of a cell's there at
+    once, into ``diff[j]``/``jk_diff[j]``; the cells' totals in ``cell`` go down with them.
+    Returns ``cb``, grown if it had to be; ``slot`` is reset."""
+    n_blocks = jk_diff.shape[1]
+    if jackknife:  # the dying cells' pairs per block, and room for their drops at one offset
+        if 2 * n_c * n_blocks > cb.shape[0]:
+            cb = np.empty(4 * n_c * n_blocks, dtype=np.int32)
+        cb[: 2 * n_c * n_blocks] = 0
+        for i in range(a, b):
+            k = slot[src[i]]
+            if k >= 0:
+                cb[k * n_blocks + blk[i]] += 1
+    bins[: n_life + 1] = 0  # the dying pairs in order of their offset index: a counting sort
+    for e in range(n_d):
+        bins[life[dying[e]] + 1] += 1
+    for j in range(n_life):
+        bins[j + 1] += bins[j]
+    for e in range(n_d):
+        i = dying[e]
+        at = bins[life[i]]
+        bins[life[i]] = at + 1
+        order[at] = i
+    pending = cb[n_c * n_blocks :]  # a cell's pairs dropped at this offset, per block
+    e = 0
+    while e < n_d:  # one offset index at a time, each cell's drops there at once
+        j = life[order[e]]
+        n_p = 0
+        f = e
+        while f < n_d and life[order[f]] == j:
+            i = order[f]
+            y = src[i]
+            if run[y] == 0:  # run (all zero) counts the cell's drops; dying lists the cells
+                dying[n_p] = y
+                n_p += 1
+            run[y] += 1
+            if jackknife:
+                pending[slot[y] * n_blocks + blk[i]] += 1
+            f += 1
+        for h in range(n_p):
+            y = dying[h]
+            t = cell[y] & CELL_TOTAL
+            t2 = t - run[y]
+            run[y] = 0
+            _add_sums(diff[j], t2, tables, 1.0)
+            _add_sums(diff[j], t, tables, -1.0)
+            cell[y] = t2  # the jackknife's notes are no longer needed
+            if not jackknife:
+                continue
+            k = slot[y] * n_blocks
+            for g in range(n_blocks):
+                c = cb[k + g]
+                if c > 0:
+                    c2 = c - pending[k + g]
+                    _cell_change(jk_diff[j, g], t, c, t2, c2, tables)
+                    cb[k + g] = c2
+                    pending[k + g] = 0
+        e = f
+    for e in range(n_c):
+        slot[cells[e]] = -1
     return cb
 
 
-@nb.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def null_sweep_sums(
     xloc: np.ndarray, ys: np.ndarray, life: np.ndarray, region: np.ndarray, fill_end: np.ndarray,
     widths: np.ndarray, vocab: int, n_life: int, tables: np.ndarray, jackknife: bool, n_workers: int,
@@ -813,9 +884,8 @@ def null_sweep_sums(
                     break
                 w = widths[q]
                 _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
-                for x in range(w):
-                    cb = _sweep_token(srt[0], blk, lsrt, starts[x], starts[x + 1], n_life, cell, run, order,
-                                      touched, slot, cells, dying, bins, cb, tables, diff, jk_diff, jackknife)
+                cb = _sweep_partition(srt[0], blk, lsrt, starts, w, n_life, cell, run, order, touched, slot, cells,
+                                      dying, bins, cb, tables, diff, jk_diff, jackknife)
             diff_c[c] = diff
             jk_c[c] = jk_diff
     joint, joint_jk = _chunk_totals(diff_c, jk_c)
@@ -825,7 +895,7 @@ def null_sweep_sums(
     return joint, joint_jk
 
 
-@nb.njit(cache=True)
+@kernel()
 def drop_positions(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_to: int, shift: int,
     first: np.ndarray, second: np.ndarray, table: np.ndarray,
@@ -859,7 +929,7 @@ def drop_positions(
     return dropped
 
 
-@nb.njit(cache=True)
+@kernel()
 def drop_sums(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_to: int, shift: int,
     first: np.ndarray, second: np.ndarray, table: np.ndarray, tables: np.ndarray, jackknife: bool,
@@ -903,7 +973,7 @@ def drop_sums(
     return dropped
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _take_out(rows, k, mark, listed, n_listed, tables, sums, deltas, jackknife):
     """Column k's part taken out of ``row_sums``' sums and deltas, once: the column is marked
     and listed for its part to be put back after the counts change. Returns the list's length."""
@@ -915,7 +985,7 @@ def _take_out(rows, k, mark, listed, n_listed, tables, sums, deltas, jackknife):
     return n_listed
 
 
-@nb.njit(cache=True)
+@kernel()
 def partner_runs(doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_to: int) -> np.ndarray:
     """Runs ``(block, start, stop, sign)`` of partner positions that the real pairs' per-block
     second marginal gains (sign 1) or loses (-1) from offset ``r_from`` to ``r_to``
@@ -953,7 +1023,7 @@ def partner_runs(doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_
     return runs[:k]
 
 
-@nb.njit(cache=True)
+@kernel()
 def move_partners(
     tok: np.ndarray, runs: np.ndarray, rows: np.ndarray, tables: np.ndarray, jackknife: bool, follow: bool,
     sums: np.ndarray, deltas: np.ndarray,
@@ -980,7 +1050,7 @@ def move_partners(
     return change
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _column_sums(rows, y, tables, sign, sums, deltas, jackknife):
     """Add ``sign`` x column y's part of ``row_sums``' sums and deltas for per-block count rows ``rows`` (blocks x A)."""
     n_blocks = rows.shape[0]
@@ -1005,7 +1075,7 @@ def _column_sums(rows, y, tables, sign, sums, deltas, jackknife):
 ROW_COLUMNS = 256  # columns row_sums takes at a time: their totals and sums stay in L1
 
 
-@nb.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.ndarray, np.ndarray]:
     """Sums of the column totals of per-block count rows ``rows[k]`` (blocks x A) for each k,
     and their change when each block is deleted: ``(sums[k], deltas[k])``.
@@ -1065,7 +1135,7 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
     return _chunk_totals(sums_c, deltas_c)
 
 
-@nb.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def dense_counts(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, slot_r: np.ndarray, slot_mode: np.ndarray,
     slot_seed: np.ndarray, shift: int, counts: np.ndarray, n_workers: int,
@@ -1106,7 +1176,7 @@ def dense_counts(
                 d += 1
 
 
-@nb.njit(cache=True, parallel=True)
+@kernel(parallel=True)
 def dense_table_sums(
     counts: np.ndarray, tables: np.ndarray, jackknife: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -1179,7 +1249,7 @@ def dense_table_sums(
     return joint, first, second, joint_jk, first_jk, second_jk, block_pairs
 
 
-@nb.njit(cache=True)
+@kernel()
 def partner_positions(p: np.ndarray, r: int, mode: int, shift: int, n: int, seed: int) -> np.ndarray:
     """Partner positions of the first positions ``p`` at offset r (the kernels' definition)."""
     out = np.empty(p.shape[0], dtype=np.int64)
@@ -1189,7 +1259,7 @@ def partner_positions(p: np.ndarray, r: int, mode: int, shift: int, n: int, seed
     return out
 
 
-@nb.njit(cache=True)
+@kernel()
 def count_sums(counts: np.ndarray, tables: np.ndarray) -> np.ndarray:
     """The N_SUMS sums of a vector of counts."""
     out = np.zeros(N_SUMS)
@@ -1198,7 +1268,7 @@ def count_sums(counts: np.ndarray, tables: np.ndarray) -> np.ndarray:
     return out
 
 
-@nb.njit(cache=True)
+@kernel()
 def count_deltas(totals: np.ndarray, parts: np.ndarray, tables: np.ndarray) -> np.ndarray:
     """Change of the sums when each cell of ``totals`` loses ``parts`` of its counts."""
     out = np.zeros(N_SUMS)
@@ -1207,7 +1277,7 @@ def count_deltas(totals: np.ndarray, parts: np.ndarray, tables: np.ndarray) -> n
     return out
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _piece_marginals(keys, counts, a, b, vocab, first, second):
     """Add one piece's counts of first and second tokens; its keys are grouped by x, so x needs no division."""
     if a == b:
@@ -1222,7 +1292,7 @@ def _piece_marginals(keys, counts, a, b, vocab, first, second):
         second[keys[j] - base] += counts[j]
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _piece_span(keys, piece_starts, vocab):
     """The first tokens (x_lo, x_hi) that pieces grouped by first token cover."""
     x_lo, x_hi = vocab, 0
@@ -1233,7 +1303,7 @@ def _piece_span(keys, piece_starts, vocab):
     return x_lo, x_hi
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells):
     """Add every piece's entries of one first token (keys in base:end, from ``cur``) to
     ``total``; list each new cell in ``cells`` and note where each piece's run ends in ``stop``.
@@ -1251,7 +1321,7 @@ def _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells
     return n_cells
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _count_part(keys, counts, a, b, base, part, in_block, n_in):
     """Add entries ``a:b`` (of the first token whose keys start at ``base``) to ``part``,
     listing each new cell in ``in_block`` after the ``n_in`` listed; returns the list's length."""
@@ -1263,7 +1333,7 @@ def _count_part(keys, counts, a, b, base, part, in_block, n_in):
     return n_in
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _part_deltas(in_block, n_in, part, total, tables, jk, g, marked, held_block, held_cell, held_part, n_held):
     """Add to ``jk`` the change of the joint sums when block g's part of the listed cells is
     deleted, resetting ``part``. Unless ``marked`` is empty, each marked cell's (g, cell,
@@ -1289,7 +1359,7 @@ def _part_deltas(in_block, n_in, part, total, tables, jk, g, marked, held_block,
     return n_held
 
 
-@nb.njit(cache=True)
+@kernel()
 def merge_pieces(
     keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, vocab: int,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -1316,7 +1386,7 @@ def merge_pieces(
     return out_keys[:m], out_counts[:m]
 
 
-@nb.njit(cache=True)
+@kernel()
 def piece_sums(
     keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, piece_block: np.ndarray, n_blocks: int,
     vocab: int, tables: np.ndarray, jackknife: bool,
@@ -1378,7 +1448,7 @@ def piece_sums(
     return joint, joint_jk, first, second
 
 
-@nb.njit(cache=True)
+@kernel()
 def swept_piece_sums(
     keys: np.ndarray, counts: np.ndarray, starts: np.ndarray, dkeys: np.ndarray, dcounts: np.ndarray,
     dstarts: np.ndarray, n_later: int, vocab: int, tables: np.ndarray, jackknife: bool,
@@ -1486,14 +1556,14 @@ def swept_piece_sums(
     return joint, joint_jk, first, second
 
 
-@nb.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _slot_positions(a: int, hi: int, end: int, r: int, upto: int) -> range:
     """A slot's positions of ``a:hi`` in the document ending at ``end``: those with a partner r
     on in it, and with ``upto`` > 0 only those without one ``upto`` on."""
     return range(max(a, end - upto) if upto > 0 else a, min(hi, end - r))
 
 
-@nb.njit(cache=True)
+@kernel()
 def dense_range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
     slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
@@ -1525,7 +1595,7 @@ def dense_range_tables(
     return keys[:m], counts[:m], bounds
 
 
-@nb.njit(cache=True)
+@kernel()
 def range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
     slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,

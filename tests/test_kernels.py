@@ -424,7 +424,10 @@ def test_a_cell_past_note_pairs_in_one_block_is_counted_block_by_block() -> None
     cell = np.zeros(3, dtype=np.int64)  # two partner tokens and the sentinel's cell
     hit, touched = np.empty(3, dtype=np.uint16), np.empty(3, dtype=np.uint16)
     jk = np.zeros((n_blocks, kernels.N_SUMS))
-    n_t = kernels._count_sorted(src, blk, 0, src.size, cell, hit, touched, kernels.SUM_TABLES, jk, True)
+    assert not kernels._pair_by_pair(src.size, n_blocks)
+    assert kernels._pair_by_pair(kernels.NOTE_PAIRS - 1, n_blocks)
+    n_t = kernels._count_cells(src, 0, src.size, cell, touched, 0)
+    kernels._block_runs(src, blk, 0, src.size, cell, hit, kernels.SUM_TABLES, jk)
     assert n_t == 2 and (cell[:2] & kernels.CELL_TOTAL).tolist() == [big, small]
     both = naive.sums_of(np.array([big, small]))
     want = np.zeros_like(jk)
