@@ -955,34 +955,22 @@ def drop_sums(
     n_listed = np.zeros(n_parts, dtype=np.int64)
     mark = np.zeros((n_parts, size), dtype=np.bool_)
     start = 0
-    for d in range(doc_ends.shape[0]):  # the columns and cells the dropped positions touch, their parts taken out
+    for d in range(doc_ends.shape[0]):  # the columns and cells the dropped positions touch, each listed once
         end = doc_ends[d]
         for p in range(max(start, end - r_to), max(start, end - r_from)):
             x, y = tok[p], tok[_rotation_base(p, shift, n)]
             for m in range(n_parts):
-                if parts[m].shape[0] == 0:
-                    continue
                 k = x if m == 0 else (y if m == 1 else x * vocab + y)
-                n_listed[m] = _take_out(parts[m], k, mark[m], listed[m], n_listed[m], tables, sums[m], deltas[m],
-                                        jackknife)
-        start = end
+                if parts[m].shape[0] > 0 and not mark[m, k]:
+                    mark[m, k] = True
+                    listed[m, n_listed[m]] = k
+                    n_listed[m] += 1
+    for m in range(n_parts):  # their parts taken out before the drops, put back after
+        _columns_sums(parts[m], listed[m, : n_listed[m]], tables, -1.0, sums[m], deltas[m], jackknife)
     dropped = drop_positions(tok, doc_ends, block_starts, r_from, r_to, shift, first, second, table)
     for m in range(n_parts):
-        for i in range(n_listed[m]):
-            _column_sums(parts[m], listed[m, i], tables, 1.0, sums[m], deltas[m], jackknife)
+        _columns_sums(parts[m], listed[m, : n_listed[m]], tables, 1.0, sums[m], deltas[m], jackknife)
     return dropped
-
-
-@kernel(inline="always")
-def _take_out(rows, k, mark, listed, n_listed, tables, sums, deltas, jackknife):
-    """Column k's part taken out of ``row_sums``' sums and deltas, once: the column is marked
-    and listed for its part to be put back after the counts change. Returns the list's length."""
-    if not mark[k]:
-        mark[k] = True
-        listed[n_listed] = k
-        n_listed += 1
-        _column_sums(rows, k, tables, -1.0, sums, deltas, jackknife)
-    return n_listed
 
 
 @kernel()
@@ -1037,39 +1025,45 @@ def move_partners(
     mark = np.zeros(rows.shape[1] if follow else 0, dtype=np.bool_)
     listed = np.empty(rows.shape[1] if follow else 0, dtype=np.int64)
     n_listed = 0
-    for i in range(runs.shape[0] if follow else 0):
+    for i in range(runs.shape[0] if follow else 0):  # the columns the runs touch, each listed once
         for p in range(runs[i, 1], runs[i, 2]):
-            n_listed = _take_out(rows, tok[p], mark, listed, n_listed, tables, sums, deltas, jackknife)
+            y = tok[p]
+            if not mark[y]:
+                mark[y] = True
+                listed[n_listed] = y
+                n_listed += 1
+    _columns_sums(rows, listed[:n_listed], tables, -1.0, sums, deltas, jackknife)
     for i in range(runs.shape[0]):
         g, sign = runs[i, 0], runs[i, 3]
         change[g] += sign * (runs[i, 2] - runs[i, 1])
         for p in range(runs[i, 1], runs[i, 2]):
             rows[g, tok[p]] += sign
-    for i in range(n_listed):
-        _column_sums(rows, listed[i], tables, 1.0, sums, deltas, jackknife)
+    _columns_sums(rows, listed[:n_listed], tables, 1.0, sums, deltas, jackknife)
     return change
 
 
-@kernel(inline="always")
-def _column_sums(rows, y, tables, sign, sums, deltas, jackknife):
-    """Add ``sign`` x column y's part of ``row_sums``' sums and deltas for per-block count rows ``rows`` (blocks x A)."""
+@kernel()
+def _columns_sums(rows, columns, tables, sign, sums, deltas, jackknife):
+    """Add ``sign`` x the part of ``row_sums``' sums and deltas that each of ``columns`` of the
+    per-block count rows ``rows`` (blocks x A) holds: one call for all the columns a step
+    touches (see ``kernel``)."""
     n_blocks = rows.shape[0]
-    t = 0
-    for g in range(n_blocks):
-        t += rows[g, y]
-    if t == 0:
-        return
-    before0, before1 = _cell_sums(t, tables)
-    sums[0] += sign * before0
-    sums[1] += sign * before1
-    sums[2] += sign
-    for g in range(n_blocks if jackknife else 0):
-        m = rows[g, y]
-        if m > 0:
-            after0, after1 = _cell_sums(t - m, tables)
-            deltas[g, 0] += sign * (after0 - before0)
-            deltas[g, 1] += sign * (after1 - before1)
-            deltas[g, 2] -= sign * (m == t)
+    for y in columns:
+        t = 0
+        for g in range(n_blocks):
+            t += rows[g, y]
+        if t > 0:
+            before0, before1 = _cell_sums(t, tables)
+            sums[0] += sign * before0
+            sums[1] += sign * before1
+            sums[2] += sign
+            for g in range(n_blocks if jackknife else 0):
+                m = rows[g, y]
+                if m > 0:
+                    after0, after1 = _cell_sums(t - m, tables)
+                    deltas[g, 0] += sign * (after0 - before0)
+                    deltas[g, 1] += sign * (after1 - before1)
+                    deltas[g, 2] -= sign * (m == t)
 
 
 ROW_COLUMNS = 256  # columns row_sums takes at a time: their totals and sums stay in L1
@@ -1212,9 +1206,10 @@ def dense_table_sums(
             block_pairs[s, g] = block_rows[g].sum()
         rows = block_rows.sum(axis=0)
         cols = block_cols.sum(axis=0)
+        slot_first, slot_second = first[s], second[s]  # views taken once, not once a call
         for x in range(vocab):
-            _add_sums(first[s], rows[x], tables, 1.0)
-            _add_sums(second[s], cols[x], tables, 1.0)
+            _add_sums(slot_first, rows[x], tables, 1.0)
+            _add_sums(slot_second, cols[x], tables, 1.0)
         occupied = np.flatnonzero(total)  # the blocks' deltas need only these cells,
         held = total[occupied] < tables.shape[1]  # first those whose every lookup is in the tables
         occupied = np.concatenate((occupied[held], occupied[~held]))
@@ -1241,11 +1236,12 @@ def dense_table_sums(
                 d1 += after1 - before[k, 1]
                 emptied += m == t
             joint_jk[s, g, 0], joint_jk[s, g, 1], joint_jk[s, g, 2] = d0, d1, -emptied
+            block_first, block_second = first_jk[s, g], second_jk[s, g]
             for x in range(vocab):
                 if block_rows[g, x] > 0:
-                    _add_delta(first_jk[s, g], rows[x], block_rows[g, x], tables)
+                    _add_delta(block_first, rows[x], block_rows[g, x], tables)
                 if block_cols[g, x] > 0:
-                    _add_delta(second_jk[s, g], cols[x], block_cols[g, x], tables)
+                    _add_delta(block_second, cols[x], block_cols[g, x], tables)
     return joint, first, second, joint_jk, first_jk, second_jk, block_pairs
 
 
