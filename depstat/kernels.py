@@ -39,9 +39,10 @@ def kernel(**options: object):
 
     Under Python's error model a division may raise ZeroDivisionError, and Numba then kept
     reference counting around each call of a helper inlined into a loop that divides (as
-    ``n_g_n`` does past its table), even when that branch never runs: about 80 ns a call in
-    draft timings, paid per (first token, partner process) in ``partition_sums``. Nothing
-    here divides by zero: the inputs are checked before they reach the kernels.
+    ``n_g_n`` does past its table), even when that branch never runs: a cost paid per
+    (first token, partner process) in ``partition_sums`` (benchmarks/bench_versions.py
+    measures what removing it gained). Nothing here divides by zero: the inputs are
+    checked before they reach the kernels.
     """
     return nb.njit(cache=True, error_model="numpy", **options)
 
