@@ -42,7 +42,7 @@ import numpy as np
 from distributed import get_task_stream
 
 from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents, offset_grid
-from benchlib import format_table, machine_line
+from benchlib import format_table, machine_line, probe_env
 from depstat import kernels
 from depstat.distributed import DaskCounter, dask_client
 from depstat.profile import mi_profile
@@ -96,33 +96,18 @@ def task_seconds(stream_log: list[dict]) -> dict[str, float]:
 
 
 CLIENT_PROBE = r"""
-import json, sys, threading, time
+import json, sys, time
 import depstat, distributed
-
-def anon():
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("RssAnon:"))
+from benchlib import PeakAnon
 
 path, small, workers, grans = sys.argv[1], sys.argv[2], int(sys.argv[3]) or None, sys.argv[4].split(",")
 pair_memory = int(sys.argv[5]) or None
 depstat.profile(small, granularities=["bytes", "bpe-300"], max_offset=8)  # load the kernels first
-base = peak = anon()
-done = False
-
-def sample():
-    global peak
-    while not done:
-        peak = max(peak, anon())
-        time.sleep(0.005)
-
-probe = threading.Thread(target=sample)
-probe.start()
-start = time.perf_counter()
-p = depstat.profile(path, granularities=grans, max_offset=256, workers=workers, pair_memory=pair_memory)
-seconds = time.perf_counter() - start
-done = True
-probe.join()
-print(json.dumps({"peak_mib": (peak - base) / 2**20, "seconds": seconds,
+with PeakAnon() as memory:
+    start = time.perf_counter()
+    p = depstat.profile(path, granularities=grans, max_offset=256, workers=workers, pair_memory=pair_memory)
+    seconds = time.perf_counter() - start
+print(json.dumps({"peak_mib": memory.mib, "seconds": seconds,
                   "tokens": {k: v["n_tokens"] for k, v in p.granularities.items()}}))
 """
 
@@ -145,7 +130,7 @@ def client_memory(docs: list[str], mb: float, workers: int, tmp: Path) -> list[l
                    (f"dask, {workers} workers", workers, 0))
         for name, n, cap in engines:
             done = subprocess.run([sys.executable, "-c", CLIENT_PROBE, str(path), str(small), str(n), grans, str(cap)],
-                                  capture_output=True, text=True, check=True, cwd=tmp)
+                                  capture_output=True, text=True, check=True, cwd=tmp, env=probe_env())
             out = json.loads(done.stdout.strip().splitlines()[-1])
             tokens = ", ".join(f"{k} {v:,}" for k, v in out["tokens"].items())
             rows.append([name, f"{size:g}", tokens, f"{out['peak_mib']:.0f}", f"{out['seconds']:.1f}"])

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from bench_speed import FORTUNES_DIR, GCIDE, english_documents
-from benchlib import format_table, machine_line
+from benchlib import format_table, machine_line, probe_env
 from depstat.distributed import (
     DENSE_SHARD_TOKENS, OFFSETS_PER_BATCH, SHARD_TOKENS, graph_plan, graph_tasks,
 )
@@ -58,14 +58,11 @@ def graph_rows(n_blocks: int = 20, partners: int = 2, threads: int = THREADS) ->
 
 
 SHARD_PROBE = r"""
-import json, sys, threading, time
+import json, sys, time
 import numpy as np
+from benchlib import PeakAnon
 from depstat import kernels
 from depstat.distributed import _count_shard
-
-def anon():
-    with open("/proc/self/status") as fh:
-        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("RssAnon:"))
 
 path, ends_path, shards = sys.argv[1], sys.argv[2], [int(v) for v in sys.argv[3].split(",")]
 ends = np.load(ends_path)
@@ -80,26 +77,13 @@ def shard(size):
 shard(10_000)  # load the kernels first
 out = []
 for size in shards:
-    base = peak = anon()
-    done = False
-
-    def sample():
-        global peak
-        while not done:
-            peak = max(peak, anon())
-            time.sleep(0.005)
-
-    probe = threading.Thread(target=sample)
-    probe.start()
     seconds = []
-    for _ in range(max(3, shards[-1] // size)):  # as many positions for each size, and 3 runs at least
-        start = time.perf_counter()
-        tables = shard(size)
-        seconds.append(time.perf_counter() - start)
-    seconds = min(seconds)
-    done = True
-    probe.join()
-    out.append({"shard": size, "seconds": seconds, "peak_mib": (peak - base) / 2**20,
+    with PeakAnon() as memory:
+        for _ in range(max(3, shards[-1] // size)):  # as many positions for each size, and 3 runs at least
+            start = time.perf_counter()
+            tables = shard(size)
+            seconds.append(time.perf_counter() - start)
+    out.append({"shard": size, "seconds": min(seconds), "peak_mib": memory.mib,
                 "entries": sum(len(t.keys) for ranges in tables for t in ranges)})
 print(json.dumps(out))
 """
@@ -117,7 +101,8 @@ def dense_shard_rows(docs: list[str], tmp: Path) -> list[list[object]]:
     np.save(path, np.frombuffer(b"".join(data) * reps, dtype=np.uint8))
     np.save(ends_path, np.cumsum(np.tile(lengths, reps)))
     done = subprocess.run([sys.executable, "-c", SHARD_PROBE, str(path), str(ends_path),
-                           f"{SHARD_TOKENS},{DENSE_SHARD_TOKENS}"], capture_output=True, text=True, check=True)
+                           f"{SHARD_TOKENS},{DENSE_SHARD_TOKENS}"], capture_output=True, text=True, check=True,
+                          env=probe_env())
     rows = []
     for out in json.loads(done.stdout.strip().splitlines()[-1]):
         rows.append([f"{out['shard'] >> 20}M", f"{out['seconds']:.2f}", f"{out['seconds'] / out['shard'] * 1e9:.1f}",

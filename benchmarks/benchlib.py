@@ -1,9 +1,12 @@
-"""Helpers shared by the benchmarks: plain-text tables and a description of the machine."""
+"""Helpers shared by the benchmarks: plain-text tables, a description of the machine, and
+the peak anonymous memory of a probe run in a fresh interpreter."""
 
 from __future__ import annotations
 
 import os
 import platform
+import threading
+import time
 from collections.abc import Sequence
 
 import numba
@@ -47,3 +50,37 @@ def machine_line() -> str:
 def signed(value: float, digits: int = 4) -> str:
     """A number with an explicit sign, ``digits`` decimals."""
     return f"{value:+.{digits}f}"
+
+
+def _rss_anon() -> int:
+    """This process's anonymous resident memory in bytes (``RssAnon``: not memory-mapped files)."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("RssAnon:"))
+
+
+class PeakAnon:
+    """Peak anonymous resident memory above its value at entry, sampled every 5 ms by a
+    thread while the ``with`` block runs; ``mib`` holds it after the block."""
+
+    def __enter__(self) -> "PeakAnon":
+        self.base = self.peak = _rss_anon()
+        self._done = False
+        self._probe = threading.Thread(target=self._sample)
+        self._probe.start()
+        return self
+
+    def _sample(self) -> None:
+        while not self._done:
+            self.peak = max(self.peak, _rss_anon())
+            time.sleep(0.005)
+
+    def __exit__(self, *exc: object) -> None:
+        self._done = True
+        self._probe.join()
+        self.mib = (self.peak - self.base) / 2**20
+
+
+def probe_env() -> dict[str, str]:
+    """The environment of a probe run with ``python -c``: this folder first on its path, for ``benchlib``."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)}

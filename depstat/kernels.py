@@ -39,7 +39,7 @@ def kernel(**options: object):
 
     Under Python's error model a division may raise ZeroDivisionError, and Numba then kept
     reference counting around each call of a helper inlined into a loop that divides (as
-    ``n_g_n`` does past its table), even when that branch never runs: a cost paid per
+    ``_n_g_n_series`` does past the tables), even when that branch never runs: a cost paid per
     (first token, partner process) in ``partition_sums`` (benchmarks/bench_versions.py
     measures what removing it gained). Nothing here divides by zero: the inputs are
     checked before they reach the kernels.
@@ -82,14 +82,6 @@ SUM_TABLES = np.stack([
 @kernel(inline="always")
 def n_log_n(n: int) -> float:
     return n * np.log(n) if n > 0 else 0.0
-
-
-@kernel(inline="always")
-def n_g_n(n: int, table: np.ndarray) -> float:
-    """n G(n) from the table, or from the asymptotic series beyond it (error < 1e-12)."""
-    if n < table.shape[0]:
-        return table[n]
-    return _n_g_n_series(n)
 
 
 @kernel(inline="always")
