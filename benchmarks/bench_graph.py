@@ -1,20 +1,24 @@
-"""The Dask graph at larger corpora, and one bytes shard task at its default size.
+"""The Dask graph at larger corpora, and one shard task at the sizes it plans.
 
 No cluster is needed. First, the tasks ``DaskCounter.sums_at`` submits for a default
 profile (29 offsets, real pairs and the rotation null, 20 jackknife blocks) at 10^9 to
 10^11 tokens, with the shards, first-token ranges and merge widths
 ``distributed.graph_plan`` gives bytes (dense tables) and a BPE vocabulary on a cluster of
-64 worker threads (``distributed.graph_tasks``: the equality test in
-tests/test_distributed.py checks it against what ``sums_at`` submits). At Dask's
-documented ~1 ms a task this is the scheduler's share of a profile.
+64 worker threads, the latter with the workers' memory a thread not known and at 4, 8 and
+16 GiB (``distributed.graph_tasks``: the equality test in tests/test_distributed.py checks
+it against what ``sums_at`` submits). At Dask's documented ~1 ms a task this is the
+scheduler's share of a profile.
 
-Then one bytes shard task (``distributed._count_shard``, a default batch: offsets 1-4,
-real and rotation null, 8 slots) at SHARD_TOKENS (4M) and at DENSE_SHARD_TOKENS (64M)
-positions, in a fresh process, on the English text of ``bench_speed.py`` repeated until it
-fills the larger shard: the best seconds of 3 runs (16 at 4M: as many positions), ns a
-position, table entries and peak anonymous memory above the process's start. A dense
-table holds at most V^2 cells whatever the shard, so memory should not grow with the
-shard, and the time should grow linearly.
+Then one shard task (``distributed._count_shard``, a default batch: offsets 1-4, real and
+rotation null, 8 slots) in a fresh process, on the English text of ``bench_speed.py``:
+bytes at SHARD_TOKENS (4M) and MAX_SHARD_TOKENS (64M) positions, the text repeated until
+it fills the larger shard; BPE-8k and BPE-32k (trained as ``bench_speed.py`` does) at 4M
+and 16M positions (the plan at 8 GiB a thread), cut into 16 first-token ranges as at
+10^11 tokens. For each, the best seconds of 3 runs (more for the smaller shard: as many
+positions), ns a position, table entries and peak anonymous memory above the process's
+start. A dense table holds at most V^2 cells whatever the shard, so its memory should not
+grow with the shard; a BPE table grows with it, by less than the one 16-byte entry a pair
+and slot that ``graph_plan`` budgets.
 
 Run: ``python benchmarks/bench_graph.py``.
 """
@@ -29,31 +33,37 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_speed import FORTUNES_DIR, GCIDE, english_documents
+from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents
 from benchlib import format_table, machine_line, probe_env
 from depstat.distributed import (
-    DENSE_SHARD_TOKENS, OFFSETS_PER_BATCH, SHARD_TOKENS, graph_plan, graph_tasks,
+    ENTRY_BYTES, MAX_KEY_RANGES, MAX_SHARD_TOKENS, OFFSETS_PER_BATCH, SHARD_TOKENS, first_token_edges, graph_plan, graph_tasks,
 )
+from depstat.stream import TokenStream
 
 N_OFFSETS = 29
 THREADS = 64  # the cluster the graph is sized for (docs/scale.md's 10^11-token estimate assumes 64 workers)
+GIB = 1 << 30
+MEMORIES = (None, 4 * GIB, 8 * GIB, 16 * GIB)  # a worker thread's memory, for BPE's plan
+BPE_SHARDS = (SHARD_TOKENS, 1 << 24)  # 16M: the plan at 8 GiB a thread
 
 
 def graph_rows(n_blocks: int = 20, partners: int = 2, threads: int = THREADS) -> list[list[object]]:
     """Tasks of the default profile's graph at larger corpora (``distributed.graph_tasks``),
     with the shards, first-token ranges and merges of ``distributed.graph_plan`` for bytes
-    (dense tables) and for a BPE vocabulary on a cluster of ``threads`` worker threads,
-    batches of OFFSETS_PER_BATCH offsets x ``partners`` slots."""
+    (dense tables) and for a BPE vocabulary at each of MEMORIES a thread, on a cluster of
+    ``threads`` worker threads, batches of OFFSETS_PER_BATCH offsets x ``partners`` slots."""
     rows = []
     batches = -(-N_OFFSETS // OFFSETS_PER_BATCH)
     n_slots = OFFSETS_PER_BATCH * partners
-    for vocab, name in ((256, "bytes"), (8192, "BPE")):
-        for n in (10**9, 10**10, 10**11):
-            shard_tokens, ranges, merge_tables = graph_plan(n, vocab, threads=threads)
-            per_block = [-(-n // (n_blocks * shard_tokens))] * n_blocks
-            tasks = graph_tasks(per_block, n_slots, ranges, OFFSETS_PER_BATCH - 1, merge_tables)
-            rows.append([name, f"{n:.0e}", f"{shard_tokens / 2**20:.0f}M", f"{sum(per_block):,}", ranges,
-                         max(2, merge_tables // n_slots), f"{tasks:,}", f"{tasks * batches:,}"])
+    for vocab, name, memories in ((256, "bytes", (None,)), (8192, "BPE", MEMORIES)):
+        for memory in memories:
+            for n in (10**9, 10**10, 10**11):
+                shard_tokens, ranges, merge_tables = graph_plan(n, vocab, threads=threads, memory=memory)
+                per_block = [-(-n // (n_blocks * shard_tokens))] * n_blocks
+                tasks = graph_tasks(per_block, n_slots, ranges, OFFSETS_PER_BATCH - 1, merge_tables)
+                held = "any" if name == "bytes" else f"{memory // GIB} GiB" if memory else "not known"
+                rows.append([name, held, f"{n:.0e}", f"{shard_tokens / 2**20:.0f}M", f"{sum(per_block):,}", ranges,
+                             max(2, merge_tables // n_slots), f"{tasks:,}", f"{tasks * batches:,}"])
     return rows
 
 
@@ -64,15 +74,15 @@ from benchlib import PeakAnon
 from depstat import kernels
 from depstat.distributed import _count_shard
 
-path, ends_path, shards = sys.argv[1], sys.argv[2], [int(v) for v in sys.argv[3].split(",")]
-ends = np.load(ends_path)
+path, ends_path, edges_path, vocab = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+shards = [int(v) for v in sys.argv[5].split(",")]
+ends, edges = np.load(ends_path), np.load(edges_path)
 n = np.load(path, mmap_mode="r").shape[0]
 real, rotate = kernels.MODE_REAL, kernels.MODE_ROTATE
 spec = [(r, real, 0, 0) for r in (1, 2, 3, 4)] + [(1, rotate, 7, 0)] + [(1, rotate, 7, r) for r in (2, 3, 4)]
-edges = np.array([0, 256 * 256], dtype=np.int64)
 
 def shard(size):
-    return _count_shard(path, 0, size, ends[: np.searchsorted(ends, size) + 1], spec, n // 2, 256, edges)
+    return _count_shard(path, 0, size, ends[: np.searchsorted(ends, size) + 1], spec, n // 2, vocab, edges)
 
 shard(10_000)  # load the kernels first
 out = []
@@ -89,40 +99,56 @@ print(json.dumps(out))
 """
 
 
-def dense_shard_rows(docs: list[str], tmp: Path) -> list[list[object]]:
-    """One bytes shard task (``_count_shard``, a default batch: 4 offsets, real and rotation
-    null) at SHARD_TOKENS and DENSE_SHARD_TOKENS positions, in a fresh process: best seconds of 3 (16 at 4M),
-    ns a position (all 8 slots), table entries and peak anonymous memory above its start. The text is repeated
-    until the stream holds the larger shard."""
-    data = [t.encode("utf-8") for t in docs]
-    lengths = np.array([len(d) for d in data], dtype=np.int64)
-    reps = -(-(DENSE_SHARD_TOKENS + 1) // int(lengths.sum()))
-    path, ends_path = tmp / "bytes.npy", tmp / "ends.npy"
-    np.save(path, np.frombuffer(b"".join(data) * reps, dtype=np.uint8))
-    np.save(ends_path, np.cumsum(np.tile(lengths, reps)))
-    done = subprocess.run([sys.executable, "-c", SHARD_PROBE, str(path), str(ends_path),
-                           f"{SHARD_TOKENS},{DENSE_SHARD_TOKENS}"], capture_output=True, text=True, check=True,
-                          env=probe_env())
+def shard_rows(stream: TokenStream, sizes: tuple[int, ...], n_ranges: int, tmp: Path) -> list[list[object]]:
+    """One shard task (``_count_shard``, a default batch: 4 offsets, real and rotation null)
+    at each of ``sizes`` positions of ``stream``, cut into ``n_ranges`` first-token ranges,
+    in a fresh process: best seconds, ns a position (all 8 slots), table entries, entries a
+    position and slot, peak anonymous memory above its start, and for BPE what ``graph_plan``
+    budgets for the tables (one ENTRY_BYTES entry a pair and slot)."""
+    path, ends_path, edges_path = tmp / "tokens.npy", tmp / "ends.npy", tmp / "edges.npy"
+    np.save(path, stream.tokens)
+    np.save(ends_path, np.cumsum(stream.doc_lengths))
+    np.save(edges_path, first_token_edges(stream, n_ranges))
+    done = subprocess.run([sys.executable, "-c", SHARD_PROBE, str(path), str(ends_path), str(edges_path),
+                           str(int(stream.vocab_size)), ",".join(map(str, sizes))],
+                          capture_output=True, text=True, check=True, env=probe_env())
     rows = []
     for out in json.loads(done.stdout.strip().splitlines()[-1]):
-        rows.append([f"{out['shard'] >> 20}M", f"{out['seconds']:.2f}", f"{out['seconds'] / out['shard'] * 1e9:.1f}",
-                     f"{out['entries']:,}", f"{out['peak_mib']:.0f}"])
+        rows.append([stream.name, f"{out['shard'] >> 20}M", f"{out['seconds']:.2f}",
+                     f"{out['seconds'] / out['shard'] * 1e9:.1f}", f"{out['entries']:,}",
+                     f"{out['entries'] / (8 * out['shard']):.3f}", f"{out['peak_mib']:.0f}",
+                     "-" if stream.vocab_size <= 256 else f"{8 * ENTRY_BYTES * out['shard'] / 2**20:,.0f}"])
     return rows
+
+
+def byte_stream(docs: list[str], n_tokens: int) -> TokenStream:
+    """The documents' UTF-8 bytes, repeated until they hold ``n_tokens``."""
+    data = [t.encode("utf-8") for t in docs]
+    lengths = np.array([len(d) for d in data], dtype=np.int64)
+    reps = -(-n_tokens // int(lengths.sum()))
+    tokens = np.frombuffer(b"".join(data) * reps, dtype=np.uint8)
+    return TokenStream("bytes", tokens, np.tile(lengths, reps), 256)
 
 
 def main() -> None:
     print(machine_line())
     print(f"\ntasks of the graph at larger corpora ({N_OFFSETS} offsets, real + rotation null, 20 blocks; "
-          f"distributed.graph_plan's defaults for a cluster of {THREADS} worker threads)")
-    print(format_table(["stream", "tokens", "shard positions", "shards", "first-token ranges", "shards a merge",
-                        "tasks a batch", "tasks a profile"], graph_rows()))
+          f"distributed.graph_plan's defaults for a cluster of {THREADS} worker threads with the memory a thread given)")
+    print(format_table(["stream", "memory a thread", "tokens", "shard positions", "shards", "first-token ranges",
+                        "shards a merge", "tasks a batch", "tasks a profile"], graph_rows()))
     docs, source = english_documents(FORTUNES_DIR, GCIDE)
+    rows, notes = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        shard_rows = dense_shard_rows(docs, Path(tmp))
-    print(f"\none bytes shard task (distributed._count_shard) in a fresh process: a default batch (offsets 1-4, "
-          f"real pairs and the rotation null: 8 slots); text: {source}, repeated to fill the larger shard")
-    print(format_table(["shard positions", "best s", "ns a position", "table entries", "peak anonymous MiB"],
-                       shard_rows))
+        rows += shard_rows(byte_stream(docs, MAX_SHARD_TOKENS + 1), (SHARD_TOKENS, MAX_SHARD_TOKENS), 1, Path(tmp))
+        bpe, train = build_streams(docs, [BPE_SHARDS[-1] + 1], ("bpe-8k", "bpe-32k"))
+        for _, stream, note in bpe:
+            rows += shard_rows(stream, BPE_SHARDS, MAX_KEY_RANGES, Path(tmp))
+            notes.append(f"{stream.name}: {note}")
+    print(f"\none shard task (distributed._count_shard) in a fresh process: a default batch (offsets 1-4, "
+          f"real pairs and the rotation null: 8 slots); text: {source}; bytes repeated to fill the larger shard, "
+          f"one first-token range; BPE in {MAX_KEY_RANGES} ranges, {train}; {'; '.join(notes)}")
+    print(format_table(["stream", "shard positions", "best s", "ns a position", "table entries",
+                        "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], rows))
 
 
 if __name__ == "__main__":

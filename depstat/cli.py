@@ -89,9 +89,9 @@ def corpus_options() -> argparse.ArgumentParser:
     d.add_argument("--shared-dir", default=None, metavar="DIR", help="where workers write and read the token stream (must be shared storage with --scheduler; default: temp dir)")
     d.add_argument(
         "--shard-tokens", type=_size, default=None, metavar="N",
-        help="positions each shard task counts (default 4M; for vocabularies up to 256, whose tables are dense, up to 64M "
-        "as the cluster's threads allow; "
-        "K, M, G suffixes are powers of 1024): larger shards "
+        help="positions each shard task counts (default: 4M to 64M, as large as leaves 4 shards a batch to each worker "
+        "thread and, for vocabularies over 256, as keeps a batch's tables at one entry a pair within a quarter of a "
+        "worker thread's memory; K, M, G suffixes are powers of 1024): larger shards "
         "mean fewer tasks for the scheduler and more memory a task (see docs/scale.md)",
     )
     return p

@@ -62,12 +62,16 @@ from depstat.tables import (
     CountTable, PartialSums, combine, merge, range_sums, shard_tables, split, swept_range_sums,
 )
 
-SHARD_TOKENS = 1 << 22  # positions per shard task
+SHARD_TOKENS = 1 << 22  # positions per shard task, at least
+MAX_SHARD_TOKENS = 1 << 26  # at most
+SHARDS_PER_THREAD = 4  # a batch's shards per worker thread, where the stream allows
 # A vocabulary of up to 256 is counted in dense V x V tables (``kernels.dense_range_tables``):
-# a shard's table then holds at most V^2 cells a slot whatever its size, so its shards are
-# larger, its tables are not cut into first-token ranges, and a merge task takes more tables.
-DENSE_SHARD_TOKENS = 1 << 26  # at most
-SHARDS_PER_THREAD = 4  # a batch's dense shards per worker thread, where the stream allows
+# a shard's table then holds at most V^2 cells a slot whatever its size, so its shards are as
+# large as the cluster's threads allow, its tables are not cut into first-token ranges, and a
+# merge task takes more tables. A larger vocabulary's table can hold an entry (16 bytes) per
+# pair and slot, so its shards also stay within a share of a worker thread's memory.
+ENTRY_BYTES = 16  # an int64 key and an int64 count
+SHARD_MEMORY_SHARE = 4  # a shard's tables at most 1/this of a worker thread's memory, at one entry a pair
 DENSE_MERGE_FAN_IN = 256  # dense tables a merge task holds: at most 65,536 cells (1 MiB) each
 ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
@@ -158,7 +162,7 @@ def engine(
                                shard_tokens=shard_tokens)
 
         info = {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster",
-                "shard_tokens": shard_tokens or f"{SHARD_TOKENS}; up to {DENSE_SHARD_TOKENS} for vocabularies up to 256"}
+                "shard_tokens": shard_tokens or f"{SHARD_TOKENS} to {MAX_SHARD_TOKENS} (graph_plan)"}
         try:
             yield Engine(make, encoder, info)
         finally:
@@ -288,9 +292,9 @@ class DaskCounter:
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
         threads = sum(client.nthreads().values())
-        shard_tokens, ranges, self.merge_tables = graph_plan(stream.n_tokens, int(stream.vocab_size), shard_tokens,
-                                                             threads)
-        self.bounds = shards(stream.doc_lengths, self.block_starts, shard_tokens)
+        self.shard_tokens, ranges, self.merge_tables = graph_plan(
+            stream.n_tokens, int(stream.vocab_size), shard_tokens, threads, thread_memory(client))
+        self.bounds = shards(stream.doc_lengths, self.block_starts, self.shard_tokens)
         shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
         self.block_shards = [np.flatnonzero(shard_block == g) for g in range(self.n_blocks)]  # shards never straddle blocks
         self.doc_ends = np.cumsum(stream.doc_lengths)
@@ -391,22 +395,37 @@ class DaskCounter:
         return {(p, r): results[i] for i, (r, _, p) in enumerate(slots)}
 
 
-def graph_plan(n_tokens: int, vocab: int, shard_tokens: int | None = None, threads: int = 1) -> tuple[int, int, int]:
+def graph_plan(
+    n_tokens: int, vocab: int, shard_tokens: int | None = None, threads: int = 1, memory: int | None = None,
+) -> tuple[int, int, int]:
     """The Dask graph's shape for a stream: (positions a shard task counts, first-token
-    ranges, tables a merge task holds).
+    ranges, tables a merge task holds), for a cluster of ``threads`` worker threads with
+    ``memory`` bytes each (None: not known).
 
-    A table of a vocabulary up to 256 is dense, at most V^2 cells a slot whatever the
-    shard: shards as large as leave SHARDS_PER_THREAD a batch to each of the cluster's
-    ``threads`` (from SHARD_TOKENS up to DENSE_SHARD_TOKENS), one range, DENSE_MERGE_FAN_IN
-    tables a merge. A larger vocabulary's table can hold an entry per pair: SHARD_TOKENS a
-    shard, one range per RANGE_TOKENS of stream (at most MAX_KEY_RANGES), so that a range
-    task holds a part of every block's table, and MERGE_FAN_IN tables a merge.
-    ``shard_tokens`` overrides the shard size.
+    Shards are as large as still leave SHARDS_PER_THREAD a batch to each thread, from
+    SHARD_TOKENS to MAX_SHARD_TOKENS positions: fewer, larger tasks for the scheduler. A
+    table of a vocabulary up to 256 is dense, at most V^2 cells a slot whatever the shard:
+    one range, DENSE_MERGE_FAN_IN tables a merge. A larger vocabulary's table can hold an
+    entry per pair and slot, so its shards also keep a batch's tables (2 partners x
+    OFFSETS_PER_BATCH slots, ENTRY_BYTES an entry) within 1/SHARD_MEMORY_SHARE of
+    ``memory`` (SHARD_TOKENS where it is not known), one range per RANGE_TOKENS of stream
+    (at most MAX_KEY_RANGES) so that a range task holds a part of every block's table, and
+    MERGE_FAN_IN tables a merge. ``shard_tokens`` overrides the shard size.
     """
+    spread = min(max(n_tokens // (SHARDS_PER_THREAD * max(threads, 1)), SHARD_TOKENS), MAX_SHARD_TOKENS)
     if vocab * vocab <= kernels.DENSE_RANGE_CELLS:
-        spread = n_tokens // (SHARDS_PER_THREAD * max(threads, 1))
-        return shard_tokens or min(max(spread, SHARD_TOKENS), DENSE_SHARD_TOKENS), 1, DENSE_MERGE_FAN_IN
-    return shard_tokens or SHARD_TOKENS, min(MAX_KEY_RANGES, max(1, -(-n_tokens // RANGE_TOKENS))), MERGE_FAN_IN
+        return shard_tokens or spread, 1, DENSE_MERGE_FAN_IN
+    held = memory // (SHARD_MEMORY_SHARE * 2 * OFFSETS_PER_BATCH * ENTRY_BYTES) if memory else 0
+    planned = max(min(spread, held), SHARD_TOKENS)
+    return shard_tokens or planned, min(MAX_KEY_RANGES, max(1, -(-n_tokens // RANGE_TOKENS))), MERGE_FAN_IN
+
+
+def thread_memory(client: object) -> int | None:
+    """The least memory a worker thread of the cluster may use (a worker's limit over its
+    threads), or None where a worker sets no limit."""
+    workers = client.scheduler_info().get("workers", {}).values()
+    per_thread = [w.get("memory_limit") and w["memory_limit"] // max(w.get("nthreads", 1), 1) for w in workers]
+    return min(per_thread) if per_thread and all(per_thread) else None
 
 
 def graph_tasks(

@@ -23,7 +23,9 @@ from depstat import distributed  # noqa: E402
 from depstat.cache import TokenCache  # noqa: E402
 from depstat.corpus import open_corpus  # noqa: E402
 from depstat.counting import PairCounter  # noqa: E402
-from depstat.distributed import DaskCounter, WorkerEncoder, dask_client, graph_plan, graph_tasks  # noqa: E402
+from depstat.distributed import (  # noqa: E402
+    DaskCounter, WorkerEncoder, dask_client, graph_plan, graph_tasks, thread_memory,
+)
 from depstat.granularity import encode_stream, train_bpe  # noqa: E402
 from depstat.profile import mi_profile  # noqa: E402
 from depstat.stream import TokenStream  # noqa: E402
@@ -85,14 +87,18 @@ def test_dask_sums_equal_local(
 
 @pytest.mark.parametrize("vocab", [200, 300])
 def test_dask_default_plan_equals_local(client, tmp_path: Path, vocab: int) -> None:
-    """Without --shard-tokens the counter takes ``graph_plan``'s shape for the cluster:
-    for this small stream 4M-position shards (one a block), with wide merges for a
-    bytes-sized vocabulary; the sums equal the local engine's either way."""
+    """Without --shard-tokens the counter takes ``graph_plan``'s shape for the cluster (its
+    threads and their memory): for this small stream 4M-position shards (one a block), with
+    wide merges for a bytes-sized vocabulary; the sums equal the local engine's either way."""
     stream = stream_of(150, 3, vocab)
     offsets, partners = [1, 4, 90], ("real", "rotate")
     want = PairCounter(stream, n_blocks=5).sums_at(offsets, partners)
     dask = DaskCounter(stream, client, n_blocks=5, shared_dir=tmp_path)
-    plan = graph_plan(stream.n_tokens, vocab, threads=sum(client.nthreads().values()))
+    workers = client.scheduler_info()["workers"].values()
+    memory = thread_memory(client)  # a LocalCluster's workers share the machine's memory
+    assert memory == min(w["memory_limit"] // w["nthreads"] for w in workers)
+    assert 0 < memory <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    plan = graph_plan(stream.n_tokens, vocab, threads=sum(client.nthreads().values()), memory=memory)
     merge_tables = distributed.DENSE_MERGE_FAN_IN if vocab <= 256 else distributed.MERGE_FAN_IN
     assert plan == (distributed.SHARD_TOKENS, 1, merge_tables)
     assert dask.merge_tables == merge_tables and len(dask.key_edges) == 2
@@ -100,16 +106,45 @@ def test_dask_default_plan_equals_local(client, tmp_path: Path, vocab: int) -> N
     assert_close(dask.sums_at(offsets, partners), want)
 
 
+def test_dask_bpe_shards_follow_the_workers_memory(client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The counter sizes BPE shards by the cluster's memory a thread: scaled down here (a
+    share of it that holds a batch's tables of about 5,000 positions, shards of at least
+    1,000) so that the memory, not the stream, binds; the sums still equal the local engine's."""
+    memory = thread_memory(client)
+    batch_bytes = 2 * distributed.OFFSETS_PER_BATCH * distributed.ENTRY_BYTES  # a position's worst case
+    share = memory // (batch_bytes * 5_000)
+    monkeypatch.setattr(distributed, "SHARD_TOKENS", 1_000)
+    monkeypatch.setattr(distributed, "SHARD_MEMORY_SHARE", share)
+    stream = stream_of(150, 5, 300)
+    spread = stream.n_tokens // (distributed.SHARDS_PER_THREAD * sum(client.nthreads().values()))
+    held = memory // (share * batch_bytes)
+    assert 1_000 < held < spread  # the memory binds
+    dask = DaskCounter(stream, client, n_blocks=4, shared_dir=tmp_path)
+    assert dask.shard_tokens == held
+    assert len(dask.bounds) - 1 >= stream.n_tokens // held
+    offsets, partners = [2, 40], ("real", "rotate")
+    assert_close(dask.sums_at(offsets, partners), PairCounter(stream, n_blocks=4).sums_at(offsets, partners))
+
+
 def test_graph_plan_sizes_tasks_by_the_tables_they_hold() -> None:
     """A dense table (vocabulary up to 256) holds at most V^2 cells whatever the shard:
     large shards, one first-token range and wide merges. A larger vocabulary's table can
-    hold an entry per pair: 4M-position shards, a range per 16M tokens (at most 16)."""
-    dense = (distributed.DENSE_SHARD_TOKENS, 1, distributed.DENSE_MERGE_FAN_IN)
+    hold an entry per pair: shards within a quarter of a worker thread's memory (4M
+    positions where it is not known), a range per 16M tokens (at most 16)."""
+    dense = (distributed.MAX_SHARD_TOKENS, 1, distributed.DENSE_MERGE_FAN_IN)
     assert graph_plan(10**11, 256) == graph_plan(10**11, 256, threads=64) == dense
     # dense shards shrink to leave each thread SHARDS_PER_THREAD of them, down to 4M positions
     assert graph_plan(10**10, 256, threads=64)[0] == 10**10 // (64 * distributed.SHARDS_PER_THREAD)
     assert graph_plan(10**9, 256, threads=64)[0] == distributed.SHARD_TOKENS
     assert graph_plan(10**11, 257) == (distributed.SHARD_TOKENS, distributed.MAX_KEY_RANGES, distributed.MERGE_FAN_IN)
+    # BPE shards: a batch's 8 slots at 16 bytes an entry, one entry a pair, in a quarter of a thread's memory
+    gib = 1 << 30
+    assert graph_plan(10**11, 8192, threads=64, memory=8 * gib)[0] == 8 * gib // (4 * 8 * 16) == 1 << 24
+    assert graph_plan(10**11, 8192, threads=64, memory=gib)[0] == distributed.SHARD_TOKENS  # never smaller
+    assert graph_plan(10**11, 8192, threads=64, memory=1 << 40)[0] == distributed.MAX_SHARD_TOKENS
+    assert graph_plan(10**9, 8192, threads=64, memory=8 * gib)[0] == distributed.SHARD_TOKENS  # 4 a thread
+    assert graph_plan(10**11, 8192, 1 << 20, threads=64, memory=8 * gib)[0] == 1 << 20
+    assert graph_plan(10**11, 256, threads=64, memory=gib)[0] == distributed.MAX_SHARD_TOKENS  # dense: any memory
     assert graph_plan(3 * distributed.RANGE_TOKENS - 1, 8192)[1] == 3
     assert graph_plan(10**5, 8192)[1] == 1
     assert graph_plan(10**11, 200, 1 << 20)[0] == graph_plan(10**11, 8192, 1 << 20)[0] == 1 << 20
