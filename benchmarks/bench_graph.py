@@ -9,12 +9,13 @@ profile (29 offsets, real pairs and the rotation null, 20 jackknife blocks) at 1
 it against what ``sums_at`` submits). At Dask's documented ~1 ms a task this is the
 scheduler's share of a profile.
 
-Then one shard task (``distributed._count_shard``, a default batch: offsets 1-4, real and
-rotation null, 8 slots) in a fresh process, on the English text of ``bench_speed.py``:
+Then one shard task (``distributed._count_shard``, a batch of 4 offsets, real and rotation
+null, 8 slots) in a fresh process, on the English text of ``bench_speed.py``:
 bytes at SHARD_TOKENS (4M) and MAX_SHARD_TOKENS (64M) positions, the text repeated until
 it fills the larger shard; BPE-8k and BPE-32k (trained as ``bench_speed.py`` does) at 4M
 and 16M positions (the plan at 8 GiB a thread), cut into 16 first-token ranges as at
-10^11 tokens. For each, the best seconds of 3 runs (more for the smaller shard: as many
+10^11 tokens, for the default grid's first batch (offsets 1-4) and its last (the longest
+offsets, whose tables are the largest). For each, the best seconds of 3 runs (more for the smaller shard: as many
 positions), ns a position, table entries and peak anonymous memory above the process's
 start. A dense table holds at most V^2 cells whatever the shard, so its memory should not
 grow with the shard; a BPE table grows with it, by less than the one 16-byte entry a pair
@@ -33,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents
+from bench_speed import FORTUNES_DIR, GCIDE, MAX_OFFSET, build_streams, english_documents, offset_grid
 from benchlib import format_table, machine_line, probe_env
 from depstat.distributed import (
     ENTRY_BYTES, MAX_KEY_RANGES, MAX_SHARD_TOKENS, OFFSETS_PER_BATCH, SHARD_TOKENS, first_token_edges, graph_plan, graph_tasks,
@@ -75,11 +76,12 @@ from depstat import kernels
 from depstat.distributed import _count_shard
 
 path, ends_path, edges_path, vocab = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-shards = [int(v) for v in sys.argv[5].split(",")]
+shards, offsets = [int(v) for v in sys.argv[5].split(",")], [int(v) for v in sys.argv[6].split(",")]
 ends, edges = np.load(ends_path), np.load(edges_path)
 n = np.load(path, mmap_mode="r").shape[0]
 real, rotate = kernels.MODE_REAL, kernels.MODE_ROTATE
-spec = [(r, real, 0, 0) for r in (1, 2, 3, 4)] + [(1, rotate, 7, 0)] + [(1, rotate, 7, r) for r in (2, 3, 4)]
+spec = ([(r, real, 0, 0) for r in offsets] + [(offsets[0], rotate, 7, 0)]
+        + [(offsets[0], rotate, 7, r) for r in offsets[1:]])
 
 def shard(size):
     return _count_shard(path, 0, size, ends[: np.searchsorted(ends, size) + 1], spec, n // 2, vocab, edges)
@@ -99,8 +101,10 @@ print(json.dumps(out))
 """
 
 
-def shard_rows(stream: TokenStream, sizes: tuple[int, ...], n_ranges: int, tmp: Path) -> list[list[object]]:
-    """One shard task (``_count_shard``, a default batch: 4 offsets, real and rotation null)
+def shard_rows(
+    stream: TokenStream, sizes: tuple[int, ...], n_ranges: int, offsets: list[int], tmp: Path,
+) -> list[list[object]]:
+    """One shard task (``_count_shard``, a batch of 4 ``offsets``, real and rotation null)
     at each of ``sizes`` positions of ``stream``, cut into ``n_ranges`` first-token ranges,
     in a fresh process: best seconds, ns a position (all 8 slots), table entries, entries a
     position and slot, peak anonymous memory above its start, and for BPE what ``graph_plan``
@@ -110,11 +114,11 @@ def shard_rows(stream: TokenStream, sizes: tuple[int, ...], n_ranges: int, tmp: 
     np.save(ends_path, np.cumsum(stream.doc_lengths))
     np.save(edges_path, first_token_edges(stream, n_ranges))
     done = subprocess.run([sys.executable, "-c", SHARD_PROBE, str(path), str(ends_path), str(edges_path),
-                           str(int(stream.vocab_size)), ",".join(map(str, sizes))],
+                           str(int(stream.vocab_size)), ",".join(map(str, sizes)), ",".join(map(str, offsets))],
                           capture_output=True, text=True, check=True, env=probe_env())
     rows = []
     for out in json.loads(done.stdout.strip().splitlines()[-1]):
-        rows.append([stream.name, f"{out['shard'] >> 20}M", f"{out['seconds']:.2f}",
+        rows.append([stream.name, f"{offsets[0]}-{offsets[-1]}", f"{out['shard'] >> 20}M", f"{out['seconds']:.2f}",
                      f"{out['seconds'] / out['shard'] * 1e9:.1f}", f"{out['entries']:,}",
                      f"{out['entries'] / (8 * out['shard']):.3f}", f"{out['peak_mib']:.0f}",
                      "-" if stream.vocab_size <= 256 else f"{8 * ENTRY_BYTES * out['shard'] / 2**20:,.0f}"])
@@ -137,17 +141,22 @@ def main() -> None:
     print(format_table(["stream", "memory a thread", "tokens", "shard positions", "shards", "first-token ranges",
                         "shards a merge", "tasks a batch", "tasks a profile"], graph_rows()))
     docs, source = english_documents(FORTUNES_DIR, GCIDE)
+    grid = offset_grid(MAX_OFFSET, N_OFFSETS)
+    first, last = [int(r) for r in grid[:OFFSETS_PER_BATCH]], [int(r) for r in grid[-OFFSETS_PER_BATCH:]]
     rows, notes = [], []
     with tempfile.TemporaryDirectory() as tmp:
-        rows += shard_rows(byte_stream(docs, MAX_SHARD_TOKENS + 1), (SHARD_TOKENS, MAX_SHARD_TOKENS), 1, Path(tmp))
+        rows += shard_rows(byte_stream(docs, MAX_SHARD_TOKENS + 1), (SHARD_TOKENS, MAX_SHARD_TOKENS), 1, first,
+                           Path(tmp))
         bpe, train = build_streams(docs, [BPE_SHARDS[-1] + 1], ("bpe-8k", "bpe-32k"))
         for _, stream, note in bpe:
-            rows += shard_rows(stream, BPE_SHARDS, MAX_KEY_RANGES, Path(tmp))
+            for offsets in (first, last):
+                rows += shard_rows(stream, BPE_SHARDS, MAX_KEY_RANGES, offsets, Path(tmp))
             notes.append(f"{stream.name}: {note}")
-    print(f"\none shard task (distributed._count_shard) in a fresh process: a default batch (offsets 1-4, "
-          f"real pairs and the rotation null: 8 slots); text: {source}; bytes repeated to fill the larger shard, "
-          f"one first-token range; BPE in {MAX_KEY_RANGES} ranges, {train}; {'; '.join(notes)}")
-    print(format_table(["stream", "shard positions", "best s", "ns a position", "table entries",
+    print(f"\none shard task (distributed._count_shard) in a fresh process: the first and the last batch of the "
+          f"default grid ({OFFSETS_PER_BATCH} offsets, real pairs and the rotation null: 8 slots); text: {source}; "
+          f"bytes repeated to fill the larger shard, one first-token range; BPE in {MAX_KEY_RANGES} ranges, {train}; "
+          f"{'; '.join(notes)}")
+    print(format_table(["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
                         "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], rows))
 
 
