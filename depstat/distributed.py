@@ -312,15 +312,17 @@ class DaskCounter:
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True,
         first_marginal: bool = True,
     ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
-        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``. The
-        first marginal's sums come with the tables whatever ``first_marginal`` says."""
+        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``."""
         for batch in self.batches(offsets, len(partners)):
-            yield batch, self.sums_at(batch, partners, jackknife)
+            yield batch, self.sums_at(batch, partners, jackknife, first_marginal)
 
     def sums_at(
-        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True
+        self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True,
+        first_marginal: bool = True,
     ) -> dict[tuple[str, int], TableSums]:
-        """Table sums for every (partner, offset), from per-shard tables summed per first-token range."""
+        """Table sums for every (partner, offset), from per-shard tables summed per first-token
+        range; without ``first_marginal`` the first marginal's sums are left out (NaN), for an
+        estimator in which they cancel (``estimators.needs_first_marginal``)."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
         # The rotation null's partner does not depend on the offset: at each larger offset of the
         # batch its table is the one at the smallest less the pairs of the positions that offset
@@ -331,7 +333,7 @@ class DaskCounter:
         spec = [(int(slot_r[base_of[i]]), int(m), int(sd), int(r)) if i in base_of else (int(r), int(m), int(sd), 0)
                 for i, (r, m, sd) in enumerate(zip(slot_r, slot_mode, slot_seed))]
         vocab = int(self.stream.vocab_size)
-        tag = f"{self.path.stem}-{_spec_key(spec)}"
+        tag = f"{self.path.stem}-{_spec_key([spec, jackknife, first_marginal])}"  # a key names one computation
         n_ranges, n_slots = len(self.key_edges) - 1, len(slots)
 
         def submit(*args, key: str):
@@ -385,8 +387,8 @@ class DaskCounter:
                         table, at = block_table(i, q, g)
                         tables.append(table)
                         picks.append(at)
-                parts.append(submit(_range_task, self.n_blocks, vocab, jackknife, len(group), picks, *tables,
-                                    key=f"range-{s}-{q}"))
+                parts.append(submit(_range_task, self.n_blocks, vocab, jackknife, first_marginal, len(group), picks,
+                                    *tables, key=f"range-{s}-{q}"))
             futures.append(submit(_combine_task, parts, len(group), jackknife, key=f"combine-{s}"))
             owners.append(group)
         results = {}
@@ -485,19 +487,19 @@ def _block_task(vocab: int, part: int | None, *inputs: list) -> list[CountTable]
 
 
 def _range_task(
-    n_blocks: int, vocab: int, jackknife: bool, n_slots: int, picks: list[tuple[int, int | None] | None],
-    *tables: CountTable | list,
+    n_blocks: int, vocab: int, jackknife: bool, first_marginal: bool, n_slots: int,
+    picks: list[tuple[int, int | None] | None], *tables: CountTable | list,
 ) -> PartialSums | list[PartialSums]:
     """Worker task: one first-token range of a slot, from its table of every block, as partial
     sums; with ``n_slots`` > 1, of the rotation null at a batch's smallest offset and, after
     it, of each larger offset, from the tables of the pairs it drops (``swept_range_sums``:
     a list). ``picks`` gives, for an input that holds several slots' tables, the (slot,
-    range) to take (``_slot_table``)."""
+    range) to take (``_slot_table``); without ``first_marginal`` the first marginal's sums are NaN."""
     chosen = [t if at is None else _slot_table(t, *at) for t, at in zip(tables, picks)]
     if n_slots == 1:
-        return range_sums(chosen, list(range(n_blocks)), n_blocks, vocab, jackknife)
+        return range_sums(chosen, list(range(n_blocks)), n_blocks, vocab, jackknife, first_marginal=first_marginal)
     per_slot = [chosen[k * n_blocks : (k + 1) * n_blocks] for k in range(n_slots)]
-    return swept_range_sums(per_slot[0], per_slot[1:], vocab, jackknife)
+    return swept_range_sums(per_slot[0], per_slot[1:], vocab, jackknife, first_marginal)
 
 
 def _combine_task(parts: list, n_slots: int, jackknife: bool) -> list[TableSums]:

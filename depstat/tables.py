@@ -90,7 +90,7 @@ def split(table: CountTable, key_edges: np.ndarray, vocab: int) -> list[CountTab
 
 def range_sums(
     pieces: Sequence[CountTable], piece_blocks: Sequence[int], n_blocks: int, vocab: int, jackknife: bool = True,
-    taken_out: Sequence[bool] | None = None,
+    taken_out: Sequence[bool] | None = None, first_marginal: bool = True,
 ) -> PartialSums:
     """Sums and delete-one-block deltas of one first-token range, from its pieces (tables of
     shards, or of whole blocks, piece i of jackknife block ``piece_blocks[i]``), less the
@@ -98,7 +98,8 @@ def range_sums(
 
     The pieces are taken first token by first token (``kernels.piece_sums``), those taken
     out last: each cell's total is counted in a dense array and each block's part of it in
-    another, so no table is merged, sorted or looked up.
+    another, so no table is merged, sorted or looked up. Without ``first_marginal`` the
+    first marginal's sums are left out (NaN), for an estimator in which they cancel.
     """
     sums_tables = kernels.SUM_TABLES
     blocks = np.asarray(piece_blocks, dtype=np.int64)
@@ -111,15 +112,20 @@ def range_sums(
     joint, joint_jk, first_blocks, second_blocks = kernels.piece_sums(
         keys, counts, starts, blocks, n_blocks, vocab, sums_tables, jackknife,
     )
-    return _partial(joint, joint_jk, first_blocks, second_blocks, jackknife)
+    return _partial(joint, joint_jk, first_blocks, second_blocks, jackknife, first_marginal)
 
 
 def _partial(
     joint: np.ndarray, joint_jk: np.ndarray, first_blocks: np.ndarray, second_blocks: np.ndarray, jackknife: bool,
+    first_marginal: bool,
 ) -> PartialSums:
-    """PartialSums from the joint sums and the per-block first- and second-token counts."""
+    """PartialSums from the joint sums and the per-block first- and second-token counts (the
+    first marginal's sums NaN without ``first_marginal``)."""
     sums_tables = kernels.SUM_TABLES
     n_blocks = first_blocks.shape[0]
+    if not first_marginal:
+        return PartialSums(joint, np.full(kernels.N_SUMS, np.nan), joint_jk,
+                           np.full((n_blocks, kernels.N_SUMS), np.nan), second_blocks)
     first = first_blocks.sum(axis=0)
     first_jk = np.zeros((n_blocks, kernels.N_SUMS))
     for g in range(n_blocks if jackknife else 0):
@@ -130,6 +136,7 @@ def _partial(
 
 def swept_range_sums(
     tables: Sequence[CountTable], drops: Sequence[Sequence[CountTable]], vocab: int, jackknife: bool = True,
+    first_marginal: bool = True,
 ) -> list[PartialSums]:
     """The rotation null's partial sums of one first-token range at a batch's smallest offset,
     from its table of every block (``tables[g]``), then at each larger offset k, less the
@@ -137,7 +144,7 @@ def swept_range_sums(
 
     ``kernels.swept_piece_sums`` sums the tables once and changes only the cells the
     dropped pairs touch, as the local engine's sweep does; the marginals lose the dropped
-    pairs' counts.
+    pairs' counts (the first's sums NaN without ``first_marginal``).
     """
     if any(len(group) != len(tables) for group in drops):
         raise ValueError("every larger offset needs one table of dropped pairs per block")
@@ -146,14 +153,14 @@ def swept_range_sums(
     joint, joint_jk, first, second = kernels.swept_piece_sums(
         keys, counts, starts, dkeys, dcounts, dstarts, len(drops), vocab, kernels.SUM_TABLES, jackknife,
     )
-    out = [_partial(joint[0], joint_jk[0], first, second, jackknife)]
+    out = [_partial(joint[0], joint_jk[0], first, second, jackknife, first_marginal)]
     for k, group in enumerate(drops):
         first_k, second_k = first.copy(), second.copy()
         for g, t in enumerate(group):
             x = t.keys // vocab
             np.subtract.at(first_k[g], x, t.counts)
             np.subtract.at(second_k[g], t.keys - x * vocab, t.counts)
-        out.append(_partial(joint[k + 1], joint_jk[k + 1], first_k, second_k, jackknife))
+        out.append(_partial(joint[k + 1], joint_jk[k + 1], first_k, second_k, jackknife, first_marginal))
     return out
 
 
