@@ -15,7 +15,15 @@ and median times and per round (each round runs both back to back), and the larg
 difference of MI and of its standard error between the versions (0.0 when a change leaves
 every figure alone).
 
-Run: ``python benchmarks/bench_versions.py --base REV [--tokens N] [--streams bytes,words] [--rounds K]``.
+With ``--range-tasks`` the Dask engine's range tasks are timed instead, the same way: for the
+default grid's first and last batch of 4 offsets, each jackknife block one shard
+(``tables.shard_tables``, head's), the real pairs' ``range_sums`` at each offset and the
+rotation null's ``swept_range_sums`` for the batch, each ``combine``d, as the default
+estimator asks for them (without the first marginal where the version can leave it out).
+The largest difference is then of the sums the estimator reads.
+
+Run: ``python benchmarks/bench_versions.py --base REV [--tokens N] [--streams bytes,words] [--rounds K]
+[--range-tasks]``.
 """
 
 from __future__ import annotations
@@ -37,6 +45,8 @@ from bench_speed import (
     offset_grid, resize,
 )
 from benchlib import format_table, machine_line
+from depstat import estimators, kernels, tables
+from depstat.counting import jackknife_blocks
 from depstat.granularity import train_words
 from depstat.profile import mi_profile
 from depstat.stream import TokenStream
@@ -80,6 +90,42 @@ def base_profile(home: Path):
     return profile.mi_profile, stream.TokenStream
 
 
+def range_inputs(stream: TokenStream, batch: list[int], n_blocks: int = 20) -> tuple[list, list, list]:
+    """One table per block of the real pairs at each offset of ``batch``, and of the rotation
+    null at its smallest offset with, for each larger one, the pairs it drops (head's
+    ``shard_tables``, each block one shard)."""
+    block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
+    ends, shift = np.cumsum(stream.doc_lengths), max(stream.n_tokens // 2, 1)
+    real, rotate = kernels.MODE_REAL, kernels.MODE_ROTATE
+    slots = ([(r, real, 0) for r in batch] + [(batch[0], rotate, 0)]
+             + [(batch[0], rotate, 0, r) for r in batch[1:]])
+    per_block = [tables.shard_tables(stream.tokens, lo, hi, ends, slots, shift, int(stream.vocab_size))
+                 for lo, hi in zip(block_starts[:-1], block_starts[1:])]
+    k = len(batch)
+    reals = [[b[i] for b in per_block] for i in range(k)]
+    null = [b[k] for b in per_block]
+    drops = [[b[i] for b in per_block] for i in range(k + 1, 2 * k)]
+    return reals, null, drops
+
+
+def range_task_calls(stream: TokenStream, base_tables, batches: list[list[int]]):
+    """(head, base) calls that sum every batch's tables as the range tasks do, and the fields compared."""
+    lean = not estimators.needs_first_marginal(DEFAULT)
+    inputs = [range_inputs(stream, batch) for batch in batches]
+    v = int(stream.vocab_size)
+
+    def run(mod, first_marginal: dict) -> list:
+        out = []
+        for reals, null, drops in inputs:
+            blocks = list(range(len(null)))
+            out += [mod.combine([mod.range_sums(t, blocks, len(blocks), v, **first_marginal)]) for t in reals]
+            out += [mod.combine([p]) for p in mod.swept_range_sums(null, drops, v, **first_marginal)]
+        return out
+
+    fields = ("joint", "second", "joint_jk", "second_jk") + (() if lean else ("first", "first_jk"))
+    return (lambda: run(tables, {"first_marginal": not lean}), lambda: run(base_tables, {})), fields
+
+
 def make_streams(names: list[str], n_tokens: int) -> list[tuple[TokenStream, str]]:
     """The asked streams of ``n_tokens`` tokens, with a note on how each was cut."""
     texts, _ = english_documents(FORTUNES_DIR, GCIDE)
@@ -100,21 +146,29 @@ def largest_difference(head, base) -> str:
     return f"MI {gaps['mi_bits']:.1e} bits, SE {gaps['se']:.1e} bits"
 
 
-def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray, rounds: int) -> list[str]:
-    """Lines of the report for one stream: both versions timed, alternating, and compared."""
-    twin = base_stream_type(stream.name, stream.tokens, stream.doc_lengths, stream.vocab_size)
-    calls = {
-        "head": lambda: mi_profile(stream, offsets, estimator=DEFAULT)[0],
-        "base": lambda: base_mi(twin, offsets, estimator=DEFAULT)[0],
-    }
-    tables = {name: call() for name, call in calls.items()}  # compiles or loads the kernels
+def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray, rounds: int,
+            base_tables=None) -> list[str]:
+    """Lines of the report for one stream: both versions timed, alternating, and compared
+    (the range tasks of the grid's first and last batch when ``base_tables`` is given)."""
+    if base_tables is None:
+        twin = base_stream_type(stream.name, stream.tokens, stream.doc_lengths, stream.vocab_size)
+        calls = {
+            "head": lambda: mi_profile(stream, offsets, estimator=DEFAULT)[0],
+            "base": lambda: base_mi(twin, offsets, estimator=DEFAULT)[0],
+        }
+        batches = [[int(r) for r in offsets]]
+    else:
+        batches = [[int(r) for r in offsets[:4]], [int(r) for r in offsets[-4:]]]
+        (head_call, base_call), fields = range_task_calls(stream, base_tables, batches)
+        calls = {"head": head_call, "base": base_call}
+    results = {name: call() for name, call in calls.items()}  # compiles or loads the kernels
     times: dict[str, list[float]] = {"head": [], "base": []}
     for i in range(rounds):
         for name in ("head", "base") if i % 2 == 0 else ("base", "head"):
             start = time.perf_counter()
             calls[name]()
             times[name].append(time.perf_counter() - start)
-    pairs = sum(stream.pairs_at(int(r))[0] for r in offsets)
+    pairs = sum(stream.pairs_at(r)[0] for batch in batches for r in batch)
     rows = [[name, f"{min(t):.3f}", f"{np.median(t):.3f}", f"{pairs / min(t) / 1e6:.1f}",
              f"{pairs / np.median(t) / 1e6:.1f}"] for name, t in times.items()]
     per_round = np.array(times["base"]) / np.array(times["head"])
@@ -123,8 +177,16 @@ def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray,
         f"head / base speed: {min(times['base']) / min(times['head']):.3f} on best times, "
         f"{np.median(times['base']) / np.median(times['head']):.3f} on medians; per round "
         f"median {np.median(per_round):.3f}, range {per_round.min():.3f}-{per_round.max():.3f}",
-        f"largest |head - base|: {largest_difference(tables['head'], tables['base'])}",
+        "largest |head - base|: " + (largest_difference(results["head"], results["base"]) if base_tables is None else
+                                     f"{sums_difference(results['head'], results['base'], fields):.1e} of the sums "
+                                     f"({', '.join(fields)})"),
     ]
+
+
+def sums_difference(head: list, base: list, fields: tuple[str, ...]) -> float:
+    """The largest |head - base| of the given TableSums fields, relative to the field's size."""
+    return max(float(np.max(np.abs(getattr(h, f) - getattr(b, f)) / np.maximum(np.abs(getattr(b, f)), 1.0)))
+               for h, b in zip(head, base) for f in fields)
 
 
 def main() -> None:
@@ -133,6 +195,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1_000_000)
     parser.add_argument("--streams", default=",".join(STREAMS), help=f"comma-separated, of {', '.join(STREAMS)}")
     parser.add_argument("--rounds", type=int, default=9, help="timed rounds of each version per stream")
+    parser.add_argument("--range-tasks", action="store_true",
+                        help="time the Dask engine's range tasks (range_sums, swept_range_sums) instead of the profile")
     args = parser.parse_args()
     names = [n.strip() for n in args.streams.split(",") if n.strip()]
     unknown = sorted(set(names) - set(STREAMS))
@@ -140,16 +204,23 @@ def main() -> None:
         parser.error(f"--streams takes {', '.join(STREAMS)}; got {', '.join(unknown) or 'none'}")
     sha, home = export_base(args.base)
     base_mi, base_stream_type = base_profile(home)
+    base_tables = importlib.import_module("depstat_base.tables") if args.range_tasks else None
     offsets = offset_grid(MAX_OFFSET, N_OFFSETS)
     print(machine_line())
     print(f"base: {args.base} = {sha[:12]}, exported to {home} as depstat_base; head: the depstat imported "
           "here (commit in the header)")
-    print(f"profile: default estimator ({DEFAULT}) with the jackknife interval, {len(offsets)} offsets "
-          f"1..{MAX_OFFSET}; {args.rounds} rounds per version, the order alternating; Mpairs/s = real pairs "
-          "summed over the offsets / seconds")
+    if args.range_tasks:
+        print(f"range tasks: the default grid's first and last batch ({offsets[:4].tolist()}, "
+              f"{offsets[-4:].tolist()}), 20 blocks of one shard; real pairs' range_sums at each offset, the "
+              f"rotation null's swept_range_sums a batch, each combined, as {DEFAULT} asks; {args.rounds} rounds "
+              "per version, the order alternating; Mpairs/s = real pairs of the 8 offsets / seconds")
+    else:
+        print(f"profile: default estimator ({DEFAULT}) with the jackknife interval, {len(offsets)} offsets "
+              f"1..{MAX_OFFSET}; {args.rounds} rounds per version, the order alternating; Mpairs/s = real pairs "
+              "summed over the offsets / seconds")
     for stream, note in make_streams(names, args.tokens):
         print(f"\n== {stream.name} @ {stream.n_tokens:,} tokens, vocabulary {stream.vocab_size:,}; {note}")
-        print("\n".join(compare(stream, base_mi, base_stream_type, offsets, args.rounds)), flush=True)
+        print("\n".join(compare(stream, base_mi, base_stream_type, offsets, args.rounds, base_tables)), flush=True)
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 # Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask,graph,null_sweep}.txt.
 # Usage: benchmarks/run.sh [--quick]
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
-# ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but versions).
+# ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but versions and range_tasks).
 # ONLY=versions BASE=REV compares this checkout's default profile with revision REV's in one
-# process ($OUT/versions.txt; BASE defaults to HEAD~1).
+# process ($OUT/versions.txt; BASE defaults to HEAD~1); ONLY=range_tasks BASE=REV the same for
+# the Dask engine's range tasks ($OUT/range_tasks.txt).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -47,7 +48,7 @@ header() {
 run() {
     local name=$1
     shift
-    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name == versions ]]; then
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks)$ ]]; then
         return
     fi
     echo "== $name" >&2
@@ -64,4 +65,5 @@ run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
 run graph "$PYTHON" benchmarks/bench_graph.py
 run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
+run range_tasks "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}" --range-tasks
 echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask graph null_sweep} into $OUT" >&2
