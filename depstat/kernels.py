@@ -121,9 +121,9 @@ def _partner(p: int, base: int, r: int, mode: int, n: int, seed: int) -> int:
     return np.int64(_mix(p, seed) % np.uint64(n))
 
 
-# The helpers below return scalars, which their callers add up in locals and write out once:
-# a helper that adds into an array it is passed, called in a loop, made the loop 13 times
-# slower (count_deltas: 81 against 6 ns a cell, in a draft on 20,000 cells).
+# The helpers below return scalars, which their callers add up in locals and write out once,
+# rather than adding into an array they are passed at every call, which kept the loops that
+# called them slow (benchmarks/output/range_tasks.txt: the range tasks before and after).
 @kernel(inline="always")
 def _sums_change(total: int, part: int, tables: np.ndarray) -> tuple[float, float, float]:
     """Change of (n ln n, n G(n), occupied) when a cell of ``total`` counts loses ``part`` of them."""
