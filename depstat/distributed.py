@@ -292,8 +292,9 @@ class DaskCounter:
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
         threads = sum(client.nthreads().values())
+        self.thread_memory = thread_memory(client)
         self.shard_tokens, ranges, self.merge_tables = graph_plan(
-            stream.n_tokens, int(stream.vocab_size), shard_tokens, threads, thread_memory(client))
+            stream.n_tokens, int(stream.vocab_size), shard_tokens, threads, self.thread_memory)
         self.bounds = shards(stream.doc_lengths, self.block_starts, self.shard_tokens)
         shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
         self.block_shards = [np.flatnonzero(shard_block == g) for g in range(self.n_blocks)]  # shards never straddle blocks
@@ -302,6 +303,13 @@ class DaskCounter:
         self.path = stream.source_file or _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
         self.key_edges = first_token_edges(stream, max(key_ranges or ranges, 1))
         self.tasks = 0  # tasks submitted so far: the size of the graphs the scheduler is given
+
+    @property
+    def plan(self) -> dict:
+        """The graph's shape and the tasks submitted so far, for the run record."""
+        return {"shard_tokens": int(self.shard_tokens), "shards": len(self.bounds) - 1,
+                "first_token_ranges": len(self.key_edges) - 1, "merge_tables": self.merge_tables,
+                "thread_memory": self.thread_memory, "tasks": self.tasks}
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
         """The offsets, ascending, in batches whose tables are counted together."""

@@ -25,7 +25,7 @@ from depstat import estimators as est
 from depstat.cache import TokenCache
 from depstat.corpus import Corpus, Document, open_corpus
 from depstat.counting import PairCounter
-from depstat.distributed import Engine, engine
+from depstat.distributed import DaskCounter, Engine, engine
 from depstat.errors import DepstatError
 from depstat.granularity import DEFAULT_LADDER, check_names, ids_stream, text_streams
 from depstat.kernels import NOTE_BLOCKS
@@ -164,7 +164,8 @@ def mi_profile(
 ) -> tuple[pl.DataFrame, list[int]]:
     """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs.
 
-    Records the jackknife unit (and a warning for single-document streams) in ``stream.info``;
+    Records the jackknife unit (a warning for single-document streams, and the Dask graph's
+    shape and task count) in ``stream.info``;
     adds the seconds spent counting and estimating to ``timings["count"]``/``["estimate"]``,
     and the counting of this stream alone to ``timings["count <name>"]``.
     """
@@ -193,6 +194,8 @@ def mi_profile(
                 usable, partners, jackknife=deltas, first_marginal=est.needs_first_marginal(estimator))):
             progress.update(len(batch))
             sums.update(batch_sums)
+    if isinstance(counter, DaskCounter):
+        stream.info["dask"] = counter.plan
     with clock("estimate"):  # every offset at once: a few kilobytes of sums each
         rows = _rows(stream, usable, estimator, sums, partners, interval, confidence) if usable else []
     table = pl.DataFrame(rows, schema=SCHEMA)

@@ -3,6 +3,7 @@ also when a worker is killed mid-run; and ``depstat profile --workers`` end to e
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -168,10 +169,17 @@ def test_profile_table_equal_with_dask_counter(client, tmp_path: Path) -> None:
     stream = stream_of(60, 1)
     grid = [1, 2, 5, 30, 400]
     local, _ = mi_profile(stream, grid, n_blocks=6)
-    dask, _ = mi_profile(
-        stream, grid, n_blocks=6,
-        counter=lambda s, n_blocks, seed: DaskCounter(s, client, n_blocks, seed, 5_000, tmp_path),
-    )
+    assert "dask" not in stream.info
+    made = []
+
+    def counter(s: TokenStream, n_blocks: int, seed: int) -> DaskCounter:
+        made.append(DaskCounter(s, client, n_blocks, seed, 5_000, tmp_path))
+        return made[-1]
+
+    dask, _ = mi_profile(stream, grid, n_blocks=6, counter=counter)
+    # the run record holds the graph's shape and the tasks the profile submitted
+    assert stream.info["dask"] == made[0].plan and made[0].plan["tasks"] == made[0].tasks > 0
+    assert stream.info["dask"]["shard_tokens"] == 5_000 and stream.info["dask"]["shards"] == len(made[0].bounds) - 1
     for col in ("mi_bits", "ci_low", "ci_high", "se"):
         npt.assert_allclose(dask[col].to_numpy(), local[col].to_numpy(), rtol=1e-9, atol=1e-12)
     assert dask["n_pairs"].to_list() == local["n_pairs"].to_list()
@@ -259,5 +267,9 @@ def test_cli_workers_matches_local(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
     local = pl.read_parquet(tmp_path / "local" / "profile.parquet")
     dask = pl.read_parquet(tmp_path / "dask" / "profile.parquet")
+    facts = {name: json.loads((tmp_path / name / "summary.json").read_text())["granularities"]["bytes"]
+             for name in ("local", "dask")}
+    assert "dask" not in facts["local"] and facts["dask"]["dask"]["shard_tokens"] == 20 * 1024
+    assert facts["dask"]["dask"]["tasks"] > 0
     npt.assert_allclose(dask["mi_bits"].to_numpy(), local["mi_bits"].to_numpy(), rtol=1e-9)
     npt.assert_allclose(dask["se"].to_numpy(), local["se"].to_numpy(), rtol=1e-7)
