@@ -1264,30 +1264,35 @@ def count_deltas(totals: np.ndarray, parts: np.ndarray, tables: np.ndarray) -> n
     return np.array([d0, d1, d2])
 
 
+# The pieces' loops visit only the first tokens that occur in them (``present``), found a
+# run at a time, not every token of the vocabulary: most of a word vocabulary is absent
+# from a range's tables.
 @kernel(inline="always")
-def _piece_marginals(keys, counts, a, b, vocab, first, second):
-    """Add one piece's counts of first and second tokens; its keys are grouped by x, so x needs no division."""
-    if a == b:
-        return
-    x = keys[a] // vocab
-    base = x * vocab
+def _piece_marginals(keys, counts, a, b, vocab, first, second, present):
+    """Add one piece's counts of first tokens (unless ``first`` is empty) and of second
+    tokens, and mark its first tokens in ``present``; its keys are grouped by x, so x is
+    divided out once a run."""
+    x, end = 0, 0
+    counted = first.shape[0] > 0
     for j in range(a, b):
-        while keys[j] >= base + vocab:
-            x += 1
-            base += vocab
-        first[x] += counts[j]
-        second[keys[j] - base] += counts[j]
+        if keys[j] >= end:  # the next first token's run
+            x = keys[j] // vocab
+            end = (x + 1) * vocab
+            present[x] = True
+        if counted:
+            first[x] += counts[j]
+        second[keys[j] - end + vocab] += counts[j]
 
 
 @kernel(inline="always")
-def _piece_span(keys, piece_starts, vocab):
-    """The first tokens (x_lo, x_hi) that pieces grouped by first token cover."""
-    x_lo, x_hi = vocab, 0
-    for i in range(piece_starts.shape[0] - 1):
-        if piece_starts[i + 1] > piece_starts[i]:
-            x_lo = min(x_lo, keys[piece_starts[i]] // vocab)
-            x_hi = max(x_hi, keys[piece_starts[i + 1] - 1] // vocab + 1)
-    return x_lo, x_hi
+def _mark_runs(keys, a, b, vocab, present):
+    """Mark in ``present`` the first tokens of keys ``a:b``, grouped by first token."""
+    end = 0
+    for j in range(a, b):
+        if keys[j] >= end:
+            x = keys[j] // vocab
+            end = (x + 1) * vocab
+            present[x] = True
 
 
 @kernel(inline="always")
@@ -1354,13 +1359,15 @@ def merge_pieces(
     counts added, first token by first token in a dense array, keys again grouped by x."""
     cur = piece_starts[:-1].copy()
     stop = piece_starts[:-1].copy()
-    x_lo, x_hi = _piece_span(keys, piece_starts, vocab)
+    present = np.zeros(vocab, dtype=np.bool_)
+    for i in range(piece_starts.shape[0] - 1):
+        _mark_runs(keys, piece_starts[i], piece_starts[i + 1], vocab, present)
     total = np.zeros(vocab, dtype=np.int64)
     cells = np.empty(vocab, dtype=np.int64)
     out_keys = np.empty(keys.shape[0], dtype=np.int64)  # only the pages written are resident
     out_counts = np.empty(keys.shape[0], dtype=np.int64)
     m = 0
-    for x in range(x_lo, x_hi):
+    for x in np.flatnonzero(present):
         base = x * vocab
         n_cells = _gather_token(keys, counts, piece_starts, cur, stop, base, base + vocab, total, cells)
         for k in range(n_cells):
@@ -1376,7 +1383,7 @@ def merge_pieces(
 @kernel()
 def piece_sums(
     keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, piece_block: np.ndarray, n_blocks: int,
-    vocab: int, tables: np.ndarray, jackknife: bool,
+    vocab: int, tables: np.ndarray, jackknife: bool, first_marginal: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sums of one table given as pieces: piece i is ``keys/counts[piece_starts[i]:piece_starts[i + 1]]``,
     pairs of jackknife block ``piece_block[i]``, its keys ``x * vocab + y`` grouped by first
@@ -1388,26 +1395,27 @@ def piece_sums(
     (negative counts: pairs that a larger offset drops) if it comes after the pieces that
     hold them: every cell's total then rises before it falls, and cells that end empty are
     left out. Returns ``(joint, joint_jk, first, second)``, the last two the per-block
-    counts of first and second tokens (n_blocks x vocab).
+    counts of first and second tokens (n_blocks x vocab; the first n_blocks x 0 without
+    ``first_marginal``).
     """
     joint = np.zeros(N_SUMS)
     joint_jk = np.zeros((n_blocks, N_SUMS))
-    first = np.zeros((n_blocks, vocab), dtype=np.int64)
+    first = np.zeros((n_blocks, vocab if first_marginal else 0), dtype=np.int64)
     second = np.zeros((n_blocks, vocab), dtype=np.int64)
     n_pieces = piece_block.shape[0]
     cur = piece_starts[:-1].copy()
     stop = piece_starts[:-1].copy()
-    x_lo, x_hi = _piece_span(keys, piece_starts, vocab)
     by_block = np.argsort(piece_block, kind="mergesort")  # each block's pieces, in their order
+    present = np.zeros(vocab, dtype=np.bool_)
     for i in range(n_pieces):  # the marginals, a piece at a time: one block's rows stay in cache
         _piece_marginals(keys, counts, piece_starts[i], piece_starts[i + 1], vocab, first[piece_block[i]],
-                         second[piece_block[i]])
+                         second[piece_block[i]], present)
     total = np.zeros(vocab, dtype=np.int64)
     part = np.zeros(vocab, dtype=np.int64)
     cells = np.empty(vocab, dtype=np.int64)
     in_block = np.empty(vocab, dtype=np.int64)
     unmarked, held = np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)  # no cell's parts noted
-    for x in range(x_lo, x_hi):
+    for x in np.flatnonzero(present):
         base, end = x * vocab, (x + 1) * vocab
         n_cells = _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells)
         k = 0
@@ -1438,7 +1446,7 @@ def piece_sums(
 @kernel()
 def swept_piece_sums(
     keys: np.ndarray, counts: np.ndarray, starts: np.ndarray, dkeys: np.ndarray, dcounts: np.ndarray,
-    dstarts: np.ndarray, n_later: int, vocab: int, tables: np.ndarray, jackknife: bool,
+    dstarts: np.ndarray, n_later: int, vocab: int, tables: np.ndarray, jackknife: bool, first_marginal: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``piece_sums`` of one table per block (piece g is block g's), and the same sums after
     each of ``n_later`` sets of its pairs are taken out: drop piece ``k * blocks + g`` holds
@@ -1452,18 +1460,21 @@ def swept_piece_sums(
     f(t - c) - f(t) to f(t - d_total - (c - d)) - f(t - d_total). As the local engine's
     sweep: O(table + sets x blocks x touched cells), not O(table x sets).
     Returns ``(joint, joint_jk, first, second)``: row 0 the table's, row k + 1 set k's; the
-    per-block marginal counts of the table only.
+    per-block marginal counts of the table only (the first's n_blocks x 0 without
+    ``first_marginal``).
     """
     n_blocks = starts.shape[0] - 1
     joint = np.zeros((n_later + 1, N_SUMS))
     joint_jk = np.zeros((n_later + 1, n_blocks, N_SUMS))
-    first = np.zeros((n_blocks, vocab), dtype=np.int64)
+    first = np.zeros((n_blocks, vocab if first_marginal else 0), dtype=np.int64)
     second = np.zeros((n_blocks, vocab), dtype=np.int64)
+    present = np.zeros(vocab, dtype=np.bool_)
     for g in range(n_blocks):
-        _piece_marginals(keys, counts, starts[g], starts[g + 1], vocab, first[g], second[g])
+        _piece_marginals(keys, counts, starts[g], starts[g + 1], vocab, first[g], second[g], present)
+    for i in range(dstarts.shape[0] - 1):  # the drops' first tokens are the table's: marked all the same
+        _mark_runs(dkeys, dstarts[i], dstarts[i + 1], vocab, present)
     cur, stop = starts[:-1].copy(), starts[:-1].copy()
     dcur, dstop = dstarts[:-1].copy(), dstarts[:-1].copy()
-    x_lo, x_hi = _piece_span(keys, starts, vocab)
     total = np.zeros(vocab, dtype=np.int64)
     part = np.zeros(vocab, dtype=np.int64)
     cells = np.empty(vocab, dtype=np.int64)
@@ -1475,7 +1486,7 @@ def swept_piece_sums(
     held_block = np.empty(keys.shape[0], dtype=np.int64)  # (block, cell, part) of the marked cells
     held_cell = np.empty(keys.shape[0], dtype=np.int64)
     held_part = np.empty(keys.shape[0], dtype=np.int64)
-    for x in range(x_lo, x_hi):
+    for x in np.flatnonzero(present):
         base, end = x * vocab, (x + 1) * vocab
         n_cells = _gather_token(keys, counts, starts, cur, stop, base, end, total, cells)
         any_drop = False

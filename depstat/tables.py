@@ -110,7 +110,7 @@ def range_sums(
         counts = counts * np.repeat(np.where(out[order], -1, 1), np.diff(starts))
     blocks = blocks[order]
     joint, joint_jk, first_blocks, second_blocks = kernels.piece_sums(
-        keys, counts, starts, blocks, n_blocks, vocab, sums_tables, jackknife,
+        keys, counts, starts, blocks, n_blocks, vocab, sums_tables, jackknife, first_marginal,
     )
     return _partial(joint, joint_jk, first_blocks, second_blocks, jackknife, first_marginal)
 
@@ -152,13 +152,15 @@ def swept_range_sums(
     dkeys, dcounts, dstarts = _concatenated([t for group in drops for t in group])
     joint, joint_jk, first, second = kernels.swept_piece_sums(
         keys, counts, starts, dkeys, dcounts, dstarts, len(drops), vocab, kernels.SUM_TABLES, jackknife,
+        first_marginal,
     )
     out = [_partial(joint[0], joint_jk[0], first, second, jackknife, first_marginal)]
     for k, group in enumerate(drops):
         first_k, second_k = first.copy(), second.copy()
         for g, t in enumerate(group):
             x = t.keys // vocab
-            np.subtract.at(first_k[g], x, t.counts)
+            if first_marginal:
+                np.subtract.at(first_k[g], x, t.counts)
             np.subtract.at(second_k[g], t.keys - x * vocab, t.counts)
         out.append(_partial(joint[k + 1], joint_jk[k + 1], first_k, second_k, jackknife, first_marginal))
     return out

@@ -93,6 +93,11 @@ def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_block
     point = range_sums(pieces, piece_blocks, n_blocks, v, jackknife=False)  # point only: no deltas
     npt.assert_array_equal(point.joint, whole.joint)
     assert not point.joint_jk.any() and not point.first_jk.any()
+    lean = range_sums(pieces, piece_blocks, n_blocks, v, first_marginal=False)  # the first marginal left out
+    assert np.isnan(lean.first).all() and np.isnan(lean.first_jk).all()
+    npt.assert_array_equal(lean.joint, whole.joint)
+    npt.assert_array_equal(lean.joint_jk, whole.joint_jk)
+    npt.assert_array_equal(lean.second_counts, whole.second_counts)
 
 
 @settings(max_examples=60, deadline=None)
