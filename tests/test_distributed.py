@@ -135,6 +135,17 @@ def test_dask_bpe_shards_follow_the_workers_memory(client, tmp_path: Path, monke
     assert_close(dask.sums_at(offsets, partners), PairCounter(stream, n_blocks=4).sums_at(offsets, partners))
 
 
+@pytest.mark.parametrize("limit, want", [(0, None), ("2GiB", 1 << 30)])
+def test_thread_memory_is_a_workers_limit_over_its_threads(limit: int | str, want: int | None) -> None:
+    """A worker of 2 threads limited to 2 GiB leaves each 1 GiB; a worker with no limit
+    (0) leaves it unknown, and BPE shards then keep SHARD_TOKENS."""
+    dask_distributed = pytest.importorskip("distributed")
+    with dask_distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, memory_limit=limit,
+                                       dashboard_address=None) as cluster, dask_distributed.Client(cluster) as c:
+        assert thread_memory(c) == want
+        assert graph_plan(10**11, 8192, threads=64, memory=thread_memory(c))[0] == distributed.SHARD_TOKENS
+
+
 def test_graph_plan_sizes_tasks_by_the_tables_they_hold() -> None:
     """A dense table (vocabulary up to 256) holds at most V^2 cells whatever the shard:
     large shards, one first-token range and wide merges. A larger vocabulary's table can
