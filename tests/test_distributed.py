@@ -140,8 +140,9 @@ def test_thread_memory_is_a_workers_limit_over_its_threads(limit: int | str, wan
     """A worker of 2 threads limited to 2 GiB leaves each 1 GiB; a worker with no limit
     (0) leaves it unknown, and BPE shards then keep SHARD_TOKENS."""
     dask_distributed = pytest.importorskip("distributed")
-    with dask_distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, memory_limit=limit,
-                                       dashboard_address=None) as cluster, dask_distributed.Client(cluster) as c:
+    cluster = dask_distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, memory_limit=limit,
+                                            dashboard_address=":0")  # any free port: the module's cluster has 8787
+    with cluster, dask_distributed.Client(cluster) as c:
         assert thread_memory(c) == want
         assert graph_plan(10**11, 8192, threads=64, memory=thread_memory(c))[0] == distributed.SHARD_TOKENS
 
