@@ -72,16 +72,13 @@ SHARD_PROBE = r"""
 import json, sys, time
 import numpy as np
 from benchlib import PeakAnon
-from depstat import kernels
-from depstat.distributed import _count_shard
+from depstat.distributed import _count_shard, batch_spec
 
 path, ends_path, edges_path, vocab = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 shards, offsets = [int(v) for v in sys.argv[5].split(",")], [int(v) for v in sys.argv[6].split(",")]
 ends, edges = np.load(ends_path), np.load(edges_path)
 n = np.load(path, mmap_mode="r").shape[0]
-real, rotate = kernels.MODE_REAL, kernels.MODE_ROTATE
-spec = ([(r, real, 0, 0) for r in offsets] + [(offsets[0], rotate, 7, 0)]
-        + [(offsets[0], rotate, 7, r) for r in offsets[1:]])
+spec = batch_spec(offsets, ("real", "rotate"), 0)[1]  # what the engine's shard tasks count
 
 def shard(size):
     return _count_shard(path, 0, size, ends[: np.searchsorted(ends, size) + 1], spec, n // 2, vocab, edges)

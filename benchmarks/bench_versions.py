@@ -45,8 +45,9 @@ from bench_speed import (
     offset_grid, resize,
 )
 from benchlib import format_table, machine_line
-from depstat import estimators, kernels, tables
+from depstat import estimators, tables
 from depstat.counting import jackknife_blocks
+from depstat.distributed import batch_spec
 from depstat.granularity import train_words
 from depstat.profile import mi_profile
 from depstat.stream import TokenStream
@@ -92,20 +93,22 @@ def base_profile(home: Path):
 
 def range_inputs(stream: TokenStream, batch: list[int], n_blocks: int = 20) -> tuple[list, list, list]:
     """One table per block of the real pairs at each offset of ``batch``, and of the rotation
-    null at its smallest offset with, for each larger one, the pairs it drops (head's
-    ``shard_tables``, each block one shard)."""
+    null at its smallest offset with, for each larger one, the pairs it drops: what the Dask
+    engine's shard tasks count (``distributed.batch_spec``, head's ``shard_tables``, each
+    block one shard)."""
     block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
     ends, shift = np.cumsum(stream.doc_lengths), max(stream.n_tokens // 2, 1)
-    real, rotate = kernels.MODE_REAL, kernels.MODE_ROTATE
-    slots = ([(r, real, 0) for r in batch] + [(batch[0], rotate, 0)]
-             + [(batch[0], rotate, 0, r) for r in batch[1:]])
-    per_block = [tables.shard_tables(stream.tokens, lo, hi, ends, slots, shift, int(stream.vocab_size))
+    slots, spec, base_of = batch_spec(batch, ("real", "rotate"), 0)
+    per_block = [tables.shard_tables(stream.tokens, lo, hi, ends, spec, shift, int(stream.vocab_size))
                  for lo, hi in zip(block_starts[:-1], block_starts[1:])]
-    k = len(batch)
-    reals = [[b[i] for b in per_block] for i in range(k)]
-    null = [b[k] for b in per_block]
-    drops = [[b[i] for b in per_block] for i in range(k + 1, 2 * k)]
-    return reals, null, drops
+    real = [i for i, (_, _, p) in enumerate(slots) if p == "real"]
+    null = next(i for i, (_, _, p) in enumerate(slots) if p == "rotate" and i not in base_of)
+    drops = sorted(base_of, key=lambda i: slots[i][0])
+
+    def every_block(i: int) -> list:
+        return [b[i] for b in per_block]
+
+    return [every_block(i) for i in real], every_block(null), [every_block(i) for i in drops]
 
 
 def range_task_calls(stream: TokenStream, base_tables, batches: list[list[int]]):

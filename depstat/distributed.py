@@ -331,15 +331,7 @@ class DaskCounter:
         """Table sums for every (partner, offset), from per-shard tables summed per first-token
         range; without ``first_marginal`` the first marginal's sums are left out (NaN), for an
         estimator in which they cancel (``estimators.needs_first_marginal``)."""
-        slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
-        # The rotation null's partner does not depend on the offset: at each larger offset of the
-        # batch its table is the one at the smallest less the pairs of the positions that offset
-        # drops, so only those are counted (``upto``), and the smallest offset's range tasks
-        # change only the cells they touch (``swept_range_sums``).
-        rotate = sorted((int(r), i) for i, (r, m) in enumerate(zip(slot_r, slot_mode)) if m == kernels.MODE_ROTATE)
-        base_of = {i: rotate[0][1] for _, i in rotate[1:]}
-        spec = [(int(slot_r[base_of[i]]), int(m), int(sd), int(r)) if i in base_of else (int(r), int(m), int(sd), 0)
-                for i, (r, m, sd) in enumerate(zip(slot_r, slot_mode, slot_seed))]
+        slots, spec, base_of = batch_spec(offsets, partners, self.seed)
         vocab = int(self.stream.vocab_size)
         tag = f"{self.path.stem}-{_spec_key([spec, jackknife, first_marginal])}"  # a key names one computation
         n_ranges, n_slots = len(self.key_edges) - 1, len(slots)
@@ -380,7 +372,7 @@ class DaskCounter:
 
         # the null's larger offsets are swept by the range and combine tasks of its smallest: one
         # range task a range and one combine task for all of them
-        swept = {s: [s] + sorted((i for i in base_of if base_of[i] == s), key=lambda i: slot_r[i])
+        swept = {s: [s] + sorted((i for i in base_of if base_of[i] == s), key=lambda i: slots[i][0])
                  for s in set(base_of.values())}
         futures, owners = [], []
         for s in range(n_slots):
@@ -403,6 +395,26 @@ class DaskCounter:
         for group, result in zip(owners, self.client.gather(futures)):
             results.update(zip(group, result))
         return {(p, r): results[i] for i, (r, _, p) in enumerate(slots)}
+
+
+def batch_spec(
+    offsets: Sequence[int], partners: Sequence[str], seed: int,
+) -> tuple[list, list[tuple[int, int, int, int]], dict[int, int]]:
+    """A batch's slots (``counting.slot_arrays``), what a shard task counts for each
+    (``shard_tables``' (r, mode, seed, upto)), and for each of the rotation null's larger
+    offsets the slot of its smallest.
+
+    The rotation null's partner does not depend on the offset: at each larger offset of the
+    batch its table is the one at the smallest less the pairs of the positions that offset
+    drops, so only those are counted (``upto``), and the smallest offset's range tasks
+    change only the cells they touch (``swept_range_sums``).
+    """
+    slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, seed)
+    rotate = sorted((int(r), i) for i, (r, m) in enumerate(zip(slot_r, slot_mode)) if m == kernels.MODE_ROTATE)
+    base_of = {i: rotate[0][1] for _, i in rotate[1:]}
+    spec = [(int(slot_r[base_of[i]]), int(m), int(sd), int(r)) if i in base_of else (int(r), int(m), int(sd), 0)
+            for i, (r, m, sd) in enumerate(zip(slot_r, slot_mode, slot_seed))]
+    return slots, spec, base_of
 
 
 def graph_plan(
