@@ -22,8 +22,14 @@ rotation null's ``swept_range_sums`` for the batch, each ``combine``d, as the de
 estimator asks for them (without the first marginal where the version can leave it out).
 The largest difference is then of the sums the estimator reads.
 
+With ``--shard-tasks`` the Dask engine's shard tasks are timed instead: ``tables.shard_tables``
+of the whole stream as one shard (as large as ``--tokens``: the engine's shards hold 4M to
+64M positions), for the default grid's first and last batch (real pairs and the rotation
+null, 8 slots: ``distributed.batch_spec``). Printed then is whether every table holds the
+same cells and counts at both versions.
+
 Run: ``python benchmarks/bench_versions.py --base REV [--tokens N] [--streams bytes,words] [--rounds K]
-[--range-tasks]``.
+[--range-tasks | --shard-tasks]``.
 """
 
 from __future__ import annotations
@@ -129,6 +135,27 @@ def range_task_calls(stream: TokenStream, base_tables, batches: list[list[int]])
     return (lambda: run(tables, {"first_marginal": not lean}), lambda: run(base_tables, {})), fields
 
 
+def shard_task_calls(stream: TokenStream, base_tables, batches: list[list[int]]):
+    """(head, base) calls that count the tables of every batch's slots for the whole stream
+    as one shard, as the shard tasks do (``tables.shard_tables``)."""
+    ends, shift, v = np.cumsum(stream.doc_lengths), max(stream.n_tokens // 2, 1), int(stream.vocab_size)
+    specs = [batch_spec(batch, ("real", "rotate"), 0)[1] for batch in batches]
+
+    def run(mod) -> list:
+        return [t for spec in specs for t in mod.shard_tables(stream.tokens, 0, stream.n_tokens, ends, spec, shift, v)]
+
+    return lambda: run(tables), lambda: run(base_tables)
+
+
+def tables_equal(head: list, base: list) -> bool:
+    """Whether each pair of tables holds the same cells with the same counts (in any order within a first token)."""
+    def cells(t):
+        order = np.argsort(t.keys, kind="stable")
+        return t.keys[order], t.counts[order]
+    return len(head) == len(base) and all(
+        all(np.array_equal(a, b) for a, b in zip(cells(h), cells(b))) for h, b in zip(head, base))
+
+
 def make_streams(names: list[str], n_tokens: int) -> list[tuple[TokenStream, str]]:
     """The asked streams of ``n_tokens`` tokens, with a note on how each was cut."""
     texts, _ = english_documents(FORTUNES_DIR, GCIDE)
@@ -150,9 +177,9 @@ def largest_difference(head, base) -> str:
 
 
 def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray, rounds: int,
-            base_tables=None) -> list[str]:
+            base_tables=None, tasks: str = "range") -> list[str]:
     """Lines of the report for one stream: both versions timed, alternating, and compared
-    (the range tasks of the grid's first and last batch when ``base_tables`` is given)."""
+    (with ``base_tables``, the ``tasks`` "range" or "shard" of the grid's first and last batch)."""
     if base_tables is None:
         twin = base_stream_type(stream.name, stream.tokens, stream.doc_lengths, stream.vocab_size)
         calls = {
@@ -162,7 +189,10 @@ def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray,
         batches = [[int(r) for r in offsets]]
     else:
         batches = [[int(r) for r in offsets[:4]], [int(r) for r in offsets[-4:]]]
-        (head_call, base_call), fields = range_task_calls(stream, base_tables, batches)
+        if tasks == "shard":
+            head_call, base_call = shard_task_calls(stream, base_tables, batches)
+        else:
+            (head_call, base_call), fields = range_task_calls(stream, base_tables, batches)
         calls = {"head": head_call, "base": base_call}
     results = {name: call() for name, call in calls.items()}  # compiles or loads the kernels
     times: dict[str, list[float]] = {"head": [], "base": []}
@@ -174,16 +204,22 @@ def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray,
     pairs = sum(stream.pairs_at(r)[0] for batch in batches for r in batch)
     rows = [[name, f"{min(t):.3f}", f"{np.median(t):.3f}", f"{pairs / min(t) / 1e6:.1f}",
              f"{pairs / np.median(t) / 1e6:.1f}"] for name, t in times.items()]
+    head, base = results["head"], results["base"]
+    if base_tables is None:
+        same = "largest |head - base|: " + largest_difference(head, base)
+    elif tasks == "shard":
+        same = f"tables equal (cells and counts): {'yes' if tables_equal(head, base) else 'NO'}"
+    else:
+        same = f"largest |head - base|: {sums_difference(head, base, fields):.1e} of the sums ({', '.join(fields)})"
     per_round = np.array(times["base"]) / np.array(times["head"])
     return [
         format_table(["version", "best s", "median s", "best Mpairs/s", "median Mpairs/s"], rows),
         f"head / base speed: {min(times['base']) / min(times['head']):.3f} on best times, "
         f"{np.median(times['base']) / np.median(times['head']):.3f} on medians; per round "
         f"median {np.median(per_round):.3f}, range {per_round.min():.3f}-{per_round.max():.3f}",
-        "largest |head - base|: " + (largest_difference(results["head"], results["base"]) if base_tables is None else
-                                     f"{sums_difference(results['head'], results['base'], fields):.1e} of the sums "
-                                     f"({', '.join(fields)})"),
+        same,
     ]
+
 
 
 def sums_difference(head: list, base: list, fields: tuple[str, ...]) -> float:
@@ -198,8 +234,11 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1_000_000)
     parser.add_argument("--streams", default=",".join(STREAMS), help=f"comma-separated, of {', '.join(STREAMS)}")
     parser.add_argument("--rounds", type=int, default=9, help="timed rounds of each version per stream")
-    parser.add_argument("--range-tasks", action="store_true",
-                        help="time the Dask engine's range tasks (range_sums, swept_range_sums) instead of the profile")
+    tasks = parser.add_mutually_exclusive_group()
+    tasks.add_argument("--range-tasks", action="store_true",
+                       help="time the Dask engine's range tasks (range_sums, swept_range_sums) instead of the profile")
+    tasks.add_argument("--shard-tasks", action="store_true",
+                       help="time the Dask engine's shard tasks (shard_tables of the stream as one shard) instead")
     args = parser.parse_args()
     names = [n.strip() for n in args.streams.split(",") if n.strip()]
     unknown = sorted(set(names) - set(STREAMS))
@@ -207,7 +246,8 @@ def main() -> None:
         parser.error(f"--streams takes {', '.join(STREAMS)}; got {', '.join(unknown) or 'none'}")
     sha, home = export_base(args.base)
     base_mi, base_stream_type = base_profile(home)
-    base_tables = importlib.import_module("depstat_base.tables") if args.range_tasks else None
+    base_tables = importlib.import_module("depstat_base.tables") if args.range_tasks or args.shard_tasks else None
+    kind = "shard" if args.shard_tasks else "range"
     offsets = offset_grid(MAX_OFFSET, N_OFFSETS)
     print(machine_line())
     print(f"base: {args.base} = {sha[:12]}, exported to {home} as depstat_base; head: the depstat imported "
@@ -217,13 +257,18 @@ def main() -> None:
               f"{offsets[-4:].tolist()}), 20 blocks of one shard; real pairs' range_sums at each offset, the "
               f"rotation null's swept_range_sums a batch, each combined, as {DEFAULT} asks; {args.rounds} rounds "
               "per version, the order alternating; Mpairs/s = real pairs of the 8 offsets / seconds")
+    elif args.shard_tasks:
+        print(f"shard tasks: the default grid's first and last batch ({offsets[:4].tolist()}, "
+              f"{offsets[-4:].tolist()}), real pairs and the rotation null (8 slots a batch), the stream as one "
+              f"shard; {args.rounds} rounds per version, the order alternating; Mpairs/s = real pairs of the 8 "
+              "offsets / seconds")
     else:
         print(f"profile: default estimator ({DEFAULT}) with the jackknife interval, {len(offsets)} offsets "
               f"1..{MAX_OFFSET}; {args.rounds} rounds per version, the order alternating; Mpairs/s = real pairs "
               "summed over the offsets / seconds")
     for stream, note in make_streams(names, args.tokens):
         print(f"\n== {stream.name} @ {stream.n_tokens:,} tokens, vocabulary {stream.vocab_size:,}; {note}")
-        print("\n".join(compare(stream, base_mi, base_stream_type, offsets, args.rounds, base_tables)), flush=True)
+        print("\n".join(compare(stream, base_mi, base_stream_type, offsets, args.rounds, base_tables, kind)), flush=True)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 # ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but versions and range_tasks).
 # ONLY=versions BASE=REV compares this checkout's default profile with revision REV's in one
 # process ($OUT/versions.txt; BASE defaults to HEAD~1); ONLY=range_tasks BASE=REV the same for
-# the Dask engine's range tasks ($OUT/range_tasks.txt).
+# the Dask engine's range tasks ($OUT/range_tasks.txt), ONLY=shard_tasks BASE=REV for its shard
+# tasks, of 4M-position shards ($OUT/shard_tasks.txt).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -48,7 +49,7 @@ header() {
 run() {
     local name=$1
     shift
-    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks)$ ]]; then
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks|shard_tasks)$ ]]; then
         return
     fi
     echo "== $name" >&2
@@ -66,4 +67,5 @@ run graph "$PYTHON" benchmarks/bench_graph.py
 run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
 run range_tasks "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}" --range-tasks
+run shard_tasks "$PYTHON" benchmarks/bench_versions.py --shard-tasks --tokens 4194304 --rounds 5 "${versions_args[@]}"
 echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask graph null_sweep} into $OUT" >&2

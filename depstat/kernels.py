@@ -1686,3 +1686,53 @@ def range_tables(
             at[: xb - xa + 1] = 0
         bounds[s + 1] = m
     return keys[:m], counts[:m], bounds
+
+
+@kernel()
+def partition_tables(
+    xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray, vocab: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Count tables of pairs that ``emit_pairs`` wrote for one block: keys ``x * vocab + y``
+    grouped by first token x in ascending order, each cell once, with its count.
+
+    The partitions are runs of consecutive token ids (``code`` from ``partition_tokens`` on
+    ids in their own order). Each is sorted by first token once for all slots (a counting
+    sort that stays in cache), then each token's partners in each slot are counted in a
+    dense array and emitted in the order first seen; partner ``vocab`` (a pair the slot's
+    offset dropped) is left out. Slot s's table is ``keys[s * room:ends[s]]`` with ``room``
+    = ``ys.shape[1]``: the buffers have room for every pair, and only the pages written
+    become resident, so the tables are not copied together.
+    """
+    n_slots = ys.shape[0]
+    room = ys.shape[1]
+    largest = _largest_partition(region, fill_end)
+    srt = np.empty((n_slots, largest), dtype=ys.dtype)
+    blk = np.empty(largest, dtype=np.uint16)
+    starts = np.empty(XLOC_MASK + 2, dtype=np.int64)
+    pos = np.empty(XLOC_MASK + 2, dtype=np.int64)
+    cnt = np.zeros(vocab + 1, dtype=np.int64)
+    touched = np.empty(vocab + 1, dtype=ys.dtype)
+    keys = np.empty(n_slots * room, dtype=np.int64)
+    counts = np.empty(n_slots * room, dtype=np.int64)
+    ends = np.arange(n_slots) * room
+    x0 = 0
+    for q in range(region.shape[0]):
+        w = widths[q]
+        _sort_partition(xloc, ys, ys[0, :0], region, fill_end, q, w, srt, srt[0, :0], blk, starts, pos)
+        for s in range(n_slots):
+            src = srt[s]
+            m = ends[s]
+            for j in range(w):
+                n_t = _count_cells(src, starts[j], starts[j + 1], cnt, touched, 0)
+                key = (x0 + j) * vocab
+                for t in range(n_t):
+                    y = touched[t]
+                    c = cnt[y]
+                    cnt[y] = 0
+                    if y != vocab:
+                        keys[m] = key + y
+                        counts[m] = c
+                        m += 1
+            ends[s] = m
+        x0 += w
+    return keys, counts, ends

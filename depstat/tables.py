@@ -37,19 +37,56 @@ def shard_tables(
     ``tokens`` is the whole stream (typically memory-mapped: only this range and its partners
     are read); ``doc_ends`` are the end positions of the documents overlapping the range;
     by default a vocabulary of up to 256 is counted in a dense table, a larger one in
-    partitions of first tokens of SHARD_PART positions; ``part`` asks for partitions of that
-    many positions whatever the vocabulary (kernels.range_tables).
+    partitions of first tokens of SHARD_PART positions (``part`` asks for partitions of that
+    many positions whatever the vocabulary): the slots that count every pair share one pass
+    (``_partitioned_tables``), those of dropped pairs only are counted slot by slot over
+    their few positions (``kernels.range_tables``).
     """
     tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
     full = np.array([tuple(slot) + (0,) * (4 - len(slot)) for slot in slots], dtype=np.int64).reshape(-1, 4)
     r, mode, seed, upto = full.T.copy()  # (r, mode, seed) slots count every pair: upto 0
     if part is None and vocab * vocab <= kernels.DENSE_RANGE_CELLS:
         keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, vocab)
-    else:
-        part = kernels.SHARD_PART if part is None else part
-        keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, vocab,
-                                                    part)
-    return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+        return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    part = kernels.SHARD_PART if part is None else part
+    tables: list[CountTable] = [CountTable(np.zeros(0, np.int64), np.zeros(0, np.int64))] * len(full)
+    whole = np.flatnonzero(upto == 0)
+    whole = whole[np.argsort(r[whole], kind="stable")]  # emit_pairs takes the smallest offset first
+    if whole.size and hi > lo:
+        for s, table in zip(whole, _partitioned_tables(tokens, lo, hi, doc_ends, r[whole], mode[whole], seed[whole],
+                                                       shift, vocab, part)):
+            tables[s] = table
+    dropped = np.flatnonzero(upto > 0)
+    if dropped.size:
+        keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r[dropped], mode[dropped],
+                                                    seed[dropped], upto[dropped], shift, vocab, part)
+        for s, a, b in zip(dropped, bounds[:-1], bounds[1:]):
+            tables[s] = CountTable(keys[a:b], counts[a:b])
+    return tables
+
+
+def _partitioned_tables(
+    tokens: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, r: np.ndarray, mode: np.ndarray, seed: np.ndarray,
+    shift: int, vocab: int, part: int,
+) -> list[CountTable]:
+    """The tables of slots that count every pair (offsets ``r`` ascending), with the local
+    engine's pass: ``kernels.emit_pairs`` writes every slot's partners of lo:hi, read in
+    position order, into partitions of consecutive first tokens of about ``part`` positions,
+    and ``kernels.partition_tables`` sorts each partition once for all slots and counts it.
+    Before, ``range_tables`` read the positions and sorted the pairs once per slot."""
+    code, widths = kernels.partition_tokens(kernels.token_counts(tokens[lo:hi], vocab), part)
+    block = np.array([lo, hi], dtype=np.int64)  # one block: the shard
+    region = kernels.partition_layout(tokens, code, block, len(widths))
+    xloc = np.empty(hi - lo, dtype=np.uint8)
+    ys = np.empty((len(r), hi - lo), dtype=np.min_scalar_type(vocab))  # partners, or vocab where dropped
+    fill_end = np.empty_like(region)
+    no_marginal = np.empty((len(r), 1, 0), dtype=np.int32)
+    none = np.empty(0, dtype=np.uint8)
+    kernels.emit_pairs(tokens, code, doc_ends, block, region, r, mode, seed, shift, xloc, ys, fill_end,
+                       no_marginal, no_marginal, none, none, vocab, -1, False, 1)
+    keys, counts, ends = kernels.partition_tables(xloc, ys, region, fill_end, widths, vocab)
+    room = hi - lo
+    return [CountTable(keys[s * room:end], counts[s * room:end]) for s, end in enumerate(ends)]
 
 
 def merge(tables: Sequence[CountTable], vocab: int) -> CountTable:

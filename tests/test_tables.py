@@ -144,18 +144,48 @@ def test_shard_table_holds_each_cell_once_grouped_by_first_token(stream, r, part
     """A shard's table against np.unique of its pairs, counted in a dense table (part None)
     or in partitions of any size: same cells and counts, x ascending. With ``upto``, the
     pairs at r of the positions that have no partner ``upto`` on (none when upto <= r)."""
-    ends = np.cumsum(stream.doc_lengths)
     lo, hi = sorted(int(c * stream.n_tokens) for c in cut)
     shift, seed, v = max(stream.n_tokens // 2, 1), partner_seed(5, r), stream.vocab_size
-    (table,) = shard_tables(stream.tokens, lo, hi, ends, [(r, PARTNER_MODES[partner], seed, upto)], shift, v, part)
+    slot = (r, PARTNER_MODES[partner], seed, upto)
+    (table,) = shard_tables(stream.tokens, lo, hi, np.cumsum(stream.doc_lengths), [slot], shift, v, part)
+    assert_recount(table, stream, lo, hi, slot, shift)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    stream=streams(),
+    offsets=st.lists(st.integers(1, 45), min_size=1, max_size=4, unique=True),
+    partners=st.lists(st.sampled_from(["real", "rotate", "iid"]), min_size=1, max_size=3, unique=True),
+    upto=st.lists(st.integers(1, 60), max_size=3),
+    cut=st.tuples(st.floats(0, 1), st.floats(0, 1)),
+    part=st.integers(1, 80),
+)
+def test_slots_counted_in_one_pass_equal_a_recount_of_each(stream, offsets, partners, upto, cut, part) -> None:
+    """Several slots at once, in any order of offsets, in partitions of any size (the pass
+    that every slot counting all its pairs shares, beside slots of dropped pairs only):
+    each slot's table holds the cells and counts of a recount of that slot alone."""
+    lo, hi = sorted(int(c * stream.n_tokens) for c in cut)
+    shift, v = max(stream.n_tokens // 2, 1), stream.vocab_size
+    slots = [(r, PARTNER_MODES[p], partner_seed(5, r)) for r in offsets for p in partners]
+    slots += [(offsets[0], PARTNER_MODES["rotate"], 0, u) for u in upto]
+    tables = shard_tables(stream.tokens, lo, hi, np.cumsum(stream.doc_lengths), slots, shift, v, part)
+    assert len(tables) == len(slots)
+    for slot, table in zip(slots, tables):
+        assert_recount(table, stream, lo, hi, tuple(slot) + (0,) * (4 - len(slot)), shift)
+
+
+def assert_recount(table: CountTable, stream, lo: int, hi: int, slot: tuple[int, int, int, int], shift: int) -> None:
+    """``table`` holds np.unique of the slot's pairs of positions lo:hi, grouped by first token, ascending."""
+    r, mode, seed, upto = slot
+    partner = {m: name for name, m in PARTNER_MODES.items()}[mode]
+    v = stream.vocab_size
     p = naive.pair_positions(stream.doc_lengths, r)
     if upto:
         p = np.setdiff1d(p, naive.pair_positions(stream.doc_lengths, upto))
     p = p[(p >= lo) & (p < hi)]
     y = stream.tokens[naive.partner_positions(p, r, partner, shift, stream.n_tokens, seed)]
     want_keys, want_counts = np.unique(stream.tokens[p].astype(np.int64) * v + y, return_counts=True)
-    x = table.keys // v
-    assert np.all(np.diff(x) >= 0)
+    assert np.all(np.diff(table.keys // v) >= 0)
     order = np.argsort(table.keys)
     npt.assert_array_equal(table.keys[order], want_keys)
     npt.assert_array_equal(table.counts[order], want_counts)
