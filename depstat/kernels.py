@@ -364,61 +364,75 @@ def emit_pairs(
     hold); a ``first`` or ``second`` of no tokens (its last axis empty) counts no such
     marginal, for a caller that has it from elsewhere (the rotation null's first, the second
     followed from offset to offset) or does not need it. Blocks run in parallel, dealt to
-    ``n_workers`` workers (``_deal_blocks``), each into its own regions. Unless ``life_of``
-    is empty, ``life`` gets each pair's ``life_of[distance to its document's end]`` (see
-    ``null_sweep_sums``).
+    ``n_workers`` workers (``_deal_blocks``), each into its own regions (``emit_block``).
+    Unless ``life_of`` is empty, ``life`` gets each pair's ``life_of[distance to its
+    document's end]`` (see ``null_sweep_sums``).
 
     To count a group of partitions at a time, ``code`` sends the tokens outside the group
     to partition ``spill`` (-1 when every partition is counted), whose positions are
     skipped: neither written nor added to the marginals.
     """
-    n = tok.shape[0]
-    n_slots = modes.shape[0]
     deal = _deal_blocks(block_starts, n_workers)
     for w in nb.prange(deal.shape[0]):
         for g in deal[w]:
             if g < 0:
                 break
-            fill = region[:, g].copy()
-            off = np.empty(n_slots, dtype=np.int64)
-            keep = np.empty(n_slots, dtype=np.bool_)
-            where = np.empty(EMIT_RUN if n_slots > 1 else 0, dtype=np.int32)  # places < n < 2^31
-            if not add:
-                first[:, g] = 0
-                second[:, g] = 0
-            base = np.empty(0, dtype=first.dtype)  # the first slot's counts before this pass, for the other slots
-            if n_slots > 1:
-                base = first[0, g].copy()
-            lo, hi = block_starts[g], block_starts[g + 1]
-            d = np.searchsorted(doc_ends, lo, side="right")
-            p = lo
-            while p < hi:
-                end = min(doc_ends[d], hi)
-                last = min(end, doc_ends[d] - slot_r[0])  # first positions whose partner stays in the document
-                q = p
-                while q < last:
-                    stop = min(last, q + EMIT_RUN)  # a run over which every slot's partner offset is constant
-                    for s in range(n_slots):
-                        kept = doc_ends[d] - slot_r[s]  # slot s's positions end here
-                        keep[s] = q < kept
-                        if keep[s]:
-                            run_stop, off[s] = _partner_run(q, min(last, kept), slot_r[s], modes[s], seeds[s], shift, n)
-                            stop = min(stop, run_stop)
-                        else:
-                            stop = min(stop, last)
-                    _emit_lead(tok, code, q, stop, off[0], fill, where, n_slots > 1, xloc, first[0, g], ys[0],
-                               second[0, g], life, life_of, doc_ends[d], spill)
-                    for s in range(1, n_slots):
-                        if keep[s]:
-                            _emit_follow(tok, q, stop, off[s], where, ys[s], second[s, g])
-                        else:
-                            _emit_dropped(tok, q, stop, where, ys[s], sentinel, first[s, g])
-                    q = stop
-                p = end
-                d += 1
-            fill_end[:, g] = fill
-            for s in range(1, n_slots):  # the slots' first positions are the first slot's, less the dropped ones
-                first[s, g] += first[0, g] - base
+            emit_block(tok, code, doc_ends, block_starts, region, slot_r, modes, seeds, shift, xloc, ys, fill_end,
+                       first, second, life_of, life, sentinel, spill, add, g)
+
+
+@kernel(inline="always")
+def emit_block(
+    tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
+    region: np.ndarray, slot_r: np.ndarray, modes: np.ndarray, seeds: np.ndarray, shift: int,
+    xloc: np.ndarray, ys: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
+    life_of: np.ndarray, life: np.ndarray, sentinel: int, spill: int, add: bool, g: int,
+) -> None:
+    """``emit_pairs`` for block g alone, on the calling thread: for a caller that must not
+    start Numba's threads (a Dask task: the workqueue threading layer aborts when two
+    threads of a worker run parallel kernels at once)."""
+    n = tok.shape[0]
+    n_slots = modes.shape[0]
+    fill = region[:, g].copy()
+    off = np.empty(n_slots, dtype=np.int64)
+    keep = np.empty(n_slots, dtype=np.bool_)
+    where = np.empty(EMIT_RUN if n_slots > 1 else 0, dtype=np.int32)  # places < n < 2^31
+    if not add:
+        first[:, g] = 0
+        second[:, g] = 0
+    base = np.empty(0, dtype=first.dtype)  # the first slot's counts before this pass, for the other slots
+    if n_slots > 1:
+        base = first[0, g].copy()
+    lo, hi = block_starts[g], block_starts[g + 1]
+    d = np.searchsorted(doc_ends, lo, side="right")
+    p = lo
+    while p < hi:
+        end = min(doc_ends[d], hi)
+        last = min(end, doc_ends[d] - slot_r[0])  # first positions whose partner stays in the document
+        q = p
+        while q < last:
+            stop = min(last, q + EMIT_RUN)  # a run over which every slot's partner offset is constant
+            for s in range(n_slots):
+                kept = doc_ends[d] - slot_r[s]  # slot s's positions end here
+                keep[s] = q < kept
+                if keep[s]:
+                    run_stop, off[s] = _partner_run(q, min(last, kept), slot_r[s], modes[s], seeds[s], shift, n)
+                    stop = min(stop, run_stop)
+                else:
+                    stop = min(stop, last)
+            _emit_lead(tok, code, q, stop, off[0], fill, where, n_slots > 1, xloc, first[0, g], ys[0],
+                       second[0, g], life, life_of, doc_ends[d], spill)
+            for s in range(1, n_slots):
+                if keep[s]:
+                    _emit_follow(tok, q, stop, off[s], where, ys[s], second[s, g])
+                else:
+                    _emit_dropped(tok, q, stop, where, ys[s], sentinel, first[s, g])
+            q = stop
+        p = end
+        d += 1
+    fill_end[:, g] = fill
+    for s in range(1, n_slots):  # the slots' first positions are the first slot's, less the dropped ones
+        first[s, g] += first[0, g] - base
 
 
 @kernel(inline="always")

@@ -70,7 +70,7 @@ def _partitioned_tables(
     shift: int, vocab: int, part: int,
 ) -> list[CountTable]:
     """The tables of slots that count every pair (offsets ``r`` ascending), with the local
-    engine's pass: ``kernels.emit_pairs`` writes every slot's partners of lo:hi, read in
+    engine's pass: ``kernels.emit_block`` writes every slot's partners of lo:hi, read in
     position order, into partitions of consecutive first tokens of about ``part`` positions,
     and ``kernels.partition_tables`` sorts each partition once for all slots and counts it.
     Before, ``range_tables`` read the positions and sorted the pairs once per slot."""
@@ -82,8 +82,8 @@ def _partitioned_tables(
     fill_end = np.empty_like(region)
     no_marginal = np.empty((len(r), 1, 0), dtype=np.int32)
     none = np.empty(0, dtype=np.uint8)
-    kernels.emit_pairs(tokens, code, doc_ends, block, region, r, mode, seed, shift, xloc, ys, fill_end,
-                       no_marginal, no_marginal, none, none, vocab, -1, False, 1)
+    kernels.emit_block(tokens, code, doc_ends, block, region, r, mode, seed, shift, xloc, ys, fill_end,
+                       no_marginal, no_marginal, none, none, vocab, -1, False, 0)  # one thread: a Dask task's
     keys, counts, ends = kernels.partition_tables(xloc, ys, region, fill_end, widths, vocab)
     room = hi - lo
     return [CountTable(keys[s * room:end], counts[s * room:end]) for s, end in enumerate(ends)]

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import numpy.testing as npt
 from hypothesis import given, settings
@@ -248,3 +252,36 @@ def test_many_slots_at_once_equal_one_at_a_time() -> None:
         order = np.argsort(want.keys)  # partitions list a first token's partners as first seen
         npt.assert_array_equal(got.keys, want.keys[order])
         npt.assert_array_equal(got.counts, want.counts[order])
+
+
+THREADED_SHARDS = """
+import threading
+import os
+import subprocess
+import sys
+
+import numpy as np
+from depstat.tables import shard_tables
+tok = np.random.default_rng(0).integers(0, 3000, 300_000).astype(np.uint16)
+ends = np.cumsum(np.full(300, 1000))
+spec = [(1, 0, 0), (2, 0, 0), (1, 1, 0), (1, 1, 0, 2)]  # real, rotation null, its dropped pairs
+done = []
+def count(lo):
+    for _ in range(5):
+        done.append(len(shard_tables(tok, lo, lo + 100_000, ends, spec, 150_000, 3000)))
+threads = [threading.Thread(target=count, args=(i * 100_000,)) for i in range(3)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(len(done))
+"""
+
+
+def test_shard_tables_run_in_several_threads_at_once() -> None:
+    """A Dask worker may run several shard tasks in threads at once: under Numba's workqueue
+    threading layer, which aborts the process when two threads launch parallel kernels, they
+    must still finish (the shard pass runs on the calling thread, ``kernels.emit_block``)."""
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    run = subprocess.run([sys.executable, "-c", THREADED_SHARDS], env=env, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["15"]
