@@ -24,7 +24,9 @@ For each batch of offsets:
 
 Shards never straddle a block, tasks are pure, and integer counts are added before any
 float sum is taken, in a fixed order: the result does not depend on the number of workers,
-on which worker ran what, or on a worker that died and had its tasks rerun.
+on which worker ran what, or on a worker that died and had its tasks rerun. Tasks call no
+parallel Numba kernel: a worker may run several in threads at once, which Numba's
+workqueue threading layer does not survive.
 
 Tokenization runs on the workers too (``WorkerEncoder``): this process reads the documents
 and sends them a text shard at a time, with a bounded number in flight; each worker

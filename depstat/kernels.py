@@ -7,7 +7,8 @@ V x V tables per jackknife block (``dense_counts``, ``dense_table_sums``). Large
 table: the pairs are written, in position order, into partitions of first tokens
 (``emit_pairs``), and each partition's tokens have their partners counted in a dense array
 of length V that is summed and reset (``partition_sums``); memory is O(N + V). The Dask
-engine's ``range_tables`` emits a shard's count tables instead.
+engine emits a shard's count tables instead (``emit_block``, ``partition_tables``; and
+``range_tables`` for the pairs a larger offset drops).
 
 For each table the kernels return three sums, from which all estimators are built:
 ``sum n ln n`` (plug-in), ``sum n G(n)`` (Grassberger 2003) and the number of occupied
