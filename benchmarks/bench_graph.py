@@ -21,6 +21,11 @@ start. A dense table holds at most V^2 cells whatever the shard, so its memory s
 grow with the shard; a BPE table grows with it, by less than the one 16-byte entry a pair
 and slot that ``graph_plan`` budgets.
 
+Last, the block and range tasks of such a batch, timed per table entry they take in
+(``merge_rows``): with the entries a position of the shard tasks above, the levels of a
+block's merge tree and these costs, docs/scale.md bounds the merges and sums of a
+10^11-token profile.
+
 Run: ``python benchmarks/bench_graph.py``.
 """
 
@@ -30,15 +35,18 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 
-from bench_speed import FORTUNES_DIR, GCIDE, MAX_OFFSET, build_streams, english_documents, offset_grid
+from bench_speed import DEFAULT, FORTUNES_DIR, GCIDE, MAX_OFFSET, build_streams, english_documents, offset_grid
 from benchlib import format_table, machine_line, probe_env
 from depstat.distributed import (
-    ENTRY_BYTES, MAX_KEY_RANGES, MAX_SHARD_TOKENS, OFFSETS_PER_BATCH, SHARD_TOKENS, first_token_edges, graph_plan, graph_tasks,
+    ENTRY_BYTES, MAX_KEY_RANGES, MAX_SHARD_TOKENS, MERGE_FAN_IN, OFFSETS_PER_BATCH, SHARD_TOKENS, _block_task,
+    _combine_task, _count_shard, _piece, _range_task, batch_spec, first_token_edges, graph_plan, graph_tasks,
 )
+from depstat.estimators import needs_first_marginal
 from depstat.stream import TokenStream
 
 N_OFFSETS = 29
@@ -122,6 +130,66 @@ def shard_rows(
     return rows
 
 
+def merge_rows(stream: TokenStream, offsets: list[int], n_ranges: int, tmp: Path, n_blocks: int = 20) -> list[list[object]]:
+    """The block and range tasks of one batch (4 ``offsets``, real and rotation null: 8
+    slots), timed per table entry they take in, on tables that shard tasks (``_count_shard``)
+    count from ``stream`` in ``n_ranges`` first-token ranges.
+
+    Block tasks: the stream cut into shards of SHARD_TOKENS positions, all in one block, and
+    for each range the shards' pieces (``_piece``) merged MERGE_FAN_IN // 8 at a time
+    (``_block_task``), as the first level of a block's merge tree. Range tasks: the stream
+    cut into ``n_blocks`` blocks of one shard each, and for each range every real slot's
+    ``_range_task`` and the rotation null's (all offsets swept), then each slot's
+    ``_combine_task``, as the default estimator asks for them. Each kind's best of 3 runs."""
+    path = tmp / "tokens.npy"
+    np.save(path, stream.tokens)
+    ends, vocab, n = np.cumsum(stream.doc_lengths), int(stream.vocab_size), stream.n_tokens
+    edges = first_token_edges(stream, n_ranges)
+    slots, spec, base_of = batch_spec(offsets, ("real", "rotate"), 0)
+    first_marginal = needs_first_marginal(DEFAULT)
+
+    def count(lo: int, hi: int) -> list:
+        return _count_shard(str(path), lo, hi, ends[np.searchsorted(ends, lo, side="right"):
+                                                   np.searchsorted(ends, hi) + 1], spec, n // 2, vocab, edges)
+
+    def best(run) -> float:
+        seconds = []
+        for _ in range(3):
+            start = time.perf_counter()
+            run()
+            seconds.append(time.perf_counter() - start)
+        return min(seconds)
+
+    shards = [count(lo, min(lo + SHARD_TOKENS, n)) for lo in range(0, n, SHARD_TOKENS)]
+    fan_in = max(2, MERGE_FAN_IN // len(slots))
+    groups = [[_piece(shard, q) for shard in shards[k : k + fan_in]]
+              for q in range(n_ranges) for k in range(0, len(shards), fan_in)]
+    merged = [_block_task(vocab, None, *group) for group in groups]
+    merge_in = sum(len(t.keys) for group in groups for piece in group for t in piece)
+    merge_out = sum(len(t.keys) for tables in merged for t in tables)
+    merge_s = best(lambda: [_block_task(vocab, None, *group) for group in groups])
+
+    cuts = np.linspace(0, n, n_blocks + 1).astype(np.int64)
+    blocks = [count(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]  # [block][slot][range]
+    null = next(i for i in range(len(slots)) if i not in base_of and slots[i][2] == "rotate")
+    groups = [[s] for s in range(len(slots)) if s not in base_of and s != null]
+    groups.append([null] + sorted((i for i in base_of), key=lambda i: slots[i][0]))
+
+    def range_and_combine() -> None:
+        for group in groups:
+            parts = [_range_task(n_blocks, vocab, True, first_marginal, len(group), [(s, q) for s in group
+                                 for _ in range(n_blocks)], *[blocks[g] for _ in group for g in range(n_blocks)])
+                     for q in range(n_ranges)]
+            _combine_task(parts, len(group), True)
+
+    range_in = sum(len(blocks[g][s][q].keys) for group in groups for s in group for g in range(n_blocks)
+                   for q in range(n_ranges))
+    range_s = best(range_and_combine)
+    return [[stream.name, f"{offsets[0]}-{offsets[-1]}", f"{len(shards)} x {SHARD_TOKENS >> 20}M", fan_in,
+             f"{merge_in:,}", f"{merge_out / merge_in:.2f}", f"{merge_s / merge_in * 1e9:.1f}",
+             f"{n_blocks} x {(n // n_blocks) / 1e6:.1f}M", f"{range_in:,}", f"{range_s / range_in * 1e9:.1f}"]]
+
+
 def byte_stream(docs: list[str], n_tokens: int) -> TokenStream:
     """The documents' UTF-8 bytes, repeated until they hold ``n_tokens``."""
     data = [t.encode("utf-8") for t in docs]
@@ -140,7 +208,7 @@ def main() -> None:
     docs, source = english_documents(FORTUNES_DIR, GCIDE)
     grid = offset_grid(MAX_OFFSET, N_OFFSETS)
     first, last = [int(r) for r in grid[:OFFSETS_PER_BATCH]], [int(r) for r in grid[-OFFSETS_PER_BATCH:]]
-    rows, notes = [], []
+    rows, notes, merges = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         rows += shard_rows(byte_stream(docs, MAX_SHARD_TOKENS + 1), (SHARD_TOKENS, MAX_SHARD_TOKENS), 1, first,
                            Path(tmp))
@@ -148,6 +216,7 @@ def main() -> None:
         for _, stream, note in bpe:
             for offsets in (first, last):
                 rows += shard_rows(stream, BPE_SHARDS, MAX_KEY_RANGES, offsets, Path(tmp))
+                merges += merge_rows(stream, offsets, MAX_KEY_RANGES, Path(tmp))
             notes.append(f"{stream.name}: {note}")
     print(f"\none shard task (distributed._count_shard) in a fresh process: the first and the last batch of the "
           f"default grid ({OFFSETS_PER_BATCH} offsets, real pairs and the rotation null: 8 slots); text: {source}; "
@@ -155,6 +224,14 @@ def main() -> None:
           f"{'; '.join(notes)}")
     print(format_table(["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
                         "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], rows))
+    print(f"\nblock and range tasks of a batch (8 slots), per table entry taken in, best of 3, in this process, on "
+          f"the same BPE streams: block tasks merging the pieces of {SHARD_TOKENS >> 20}M-position shards (one "
+          f"block), the first level of a merge tree; range tasks (every real slot's, the rotation null's with its "
+          f"offsets swept) and each slot's combine on 20 blocks of one shard each; {MAX_KEY_RANGES} first-token "
+          f"ranges; out / in: the merged tables' entries over the pieces'")
+    print(format_table(["stream", "offsets", "merged shards", "shards a merge", "merge entries in", "out / in",
+                        "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
+                       merges))
 
 
 if __name__ == "__main__":
