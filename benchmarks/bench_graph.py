@@ -40,7 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_speed import DEFAULT, FORTUNES_DIR, GCIDE, MAX_OFFSET, build_streams, english_documents, offset_grid
+from bench_speed import (
+    DEFAULT, FORTUNES_DIR, GCIDE, MAX_OFFSET, build_streams, english_documents, offset_grid, resize,
+)
 from benchlib import format_table, machine_line, probe_env
 from depstat.distributed import (
     ENTRY_BYTES, MAX_KEY_RANGES, MAX_SHARD_TOKENS, MERGE_FAN_IN, OFFSETS_PER_BATCH, SHARD_TOKENS, _block_task,
@@ -54,6 +56,7 @@ THREADS = 64  # the cluster the graph is sized for (docs/scale.md's 10^11-token 
 GIB = 1 << 30
 MEMORIES = (None, 4 * GIB, 8 * GIB, 16 * GIB)  # a worker thread's memory, for BPE's plan
 BPE_SHARDS = (SHARD_TOKENS, 1 << 24)  # 16M: the plan at 8 GiB a thread
+MERGE_TOKENS = 12_000_000  # the BPE streams' tokens before their text repeats (13.5M for BPE-8k, 12.2M for 32k)
 
 
 def graph_rows(n_blocks: int = 20, partners: int = 2, threads: int = THREADS) -> list[list[object]]:
@@ -135,12 +138,13 @@ def merge_rows(stream: TokenStream, offsets: list[int], n_ranges: int, tmp: Path
     slots), timed per table entry they take in, on tables that shard tasks (``_count_shard``)
     count from ``stream`` in ``n_ranges`` first-token ranges.
 
-    Block tasks: the stream cut into shards of SHARD_TOKENS positions, all in one block, and
-    for each range the shards' pieces (``_piece``) merged MERGE_FAN_IN // 8 at a time
-    (``_block_task``), as the first level of a block's merge tree. Range tasks: the stream
+    Block tasks: the stream cut into as many shards, all in one block, as a merge task takes
+    (MERGE_FAN_IN // 8), and for each range the shards' pieces (``_piece``) merged by one
+    ``_block_task``, as the first level of a block's merge tree. Range tasks: the stream
     cut into ``n_blocks`` blocks of one shard each, and for each range every real slot's
     ``_range_task`` and the rotation null's (all offsets swept), then each slot's
-    ``_combine_task``, as the default estimator asks for them. Each kind's best of 3 runs."""
+    ``_combine_task``, as the default estimator asks for them. Each kind's best of 3 runs.
+    The stream should not repeat its text: a repeated pair adds no entry to a merge."""
     path = tmp / "tokens.npy"
     np.save(path, stream.tokens)
     ends, vocab, n = np.cumsum(stream.doc_lengths), int(stream.vocab_size), stream.n_tokens
@@ -160,10 +164,10 @@ def merge_rows(stream: TokenStream, offsets: list[int], n_ranges: int, tmp: Path
             seconds.append(time.perf_counter() - start)
         return min(seconds)
 
-    shards = [count(lo, min(lo + SHARD_TOKENS, n)) for lo in range(0, n, SHARD_TOKENS)]
     fan_in = max(2, MERGE_FAN_IN // len(slots))
-    groups = [[_piece(shard, q) for shard in shards[k : k + fan_in]]
-              for q in range(n_ranges) for k in range(0, len(shards), fan_in)]
+    cuts = np.linspace(0, n, fan_in + 1).astype(np.int64)
+    shards = [count(lo, hi) for lo, hi in zip(cuts[:-1], cuts[1:])]
+    groups = [[_piece(shard, q) for shard in shards] for q in range(n_ranges)]
     merged = [_block_task(vocab, None, *group) for group in groups]
     merge_in = sum(len(t.keys) for group in groups for piece in group for t in piece)
     merge_out = sum(len(t.keys) for tables in merged for t in tables)
@@ -185,7 +189,7 @@ def merge_rows(stream: TokenStream, offsets: list[int], n_ranges: int, tmp: Path
     range_in = sum(len(blocks[g][s][q].keys) for group in groups for s in group for g in range(n_blocks)
                    for q in range(n_ranges))
     range_s = best(range_and_combine)
-    return [[stream.name, f"{offsets[0]}-{offsets[-1]}", f"{len(shards)} x {SHARD_TOKENS >> 20}M", fan_in,
+    return [[stream.name, f"{offsets[0]}-{offsets[-1]}", f"{fan_in} x {(n // fan_in) / 1e6:.1f}M",
              f"{merge_in:,}", f"{merge_out / merge_in:.2f}", f"{merge_s / merge_in * 1e9:.1f}",
              f"{n_blocks} x {(n // n_blocks) / 1e6:.1f}M", f"{range_in:,}", f"{range_s / range_in * 1e9:.1f}"]]
 
@@ -216,7 +220,7 @@ def main() -> None:
         for _, stream, note in bpe:
             for offsets in (first, last):
                 rows += shard_rows(stream, BPE_SHARDS, MAX_KEY_RANGES, offsets, Path(tmp))
-                merges += merge_rows(stream, offsets, MAX_KEY_RANGES, Path(tmp))
+                merges += merge_rows(resize(stream, MERGE_TOKENS)[0], offsets, MAX_KEY_RANGES, Path(tmp))
             notes.append(f"{stream.name}: {note}")
     print(f"\none shard task (distributed._count_shard) in a fresh process: the first and the last batch of the "
           f"default grid ({OFFSETS_PER_BATCH} offsets, real pairs and the rotation null: 8 slots); text: {source}; "
@@ -225,11 +229,11 @@ def main() -> None:
     print(format_table(["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
                         "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], rows))
     print(f"\nblock and range tasks of a batch (8 slots), per table entry taken in, best of 3, in this process, on "
-          f"the same BPE streams: block tasks merging the pieces of {SHARD_TOKENS >> 20}M-position shards (one "
-          f"block), the first level of a merge tree; range tasks (every real slot's, the rotation null's with its "
-          f"offsets swept) and each slot's combine on 20 blocks of one shard each; {MAX_KEY_RANGES} first-token "
-          f"ranges; out / in: the merged tables' entries over the pieces'")
-    print(format_table(["stream", "offsets", "merged shards", "shards a merge", "merge entries in", "out / in",
+          f"the first {MERGE_TOKENS:,} tokens of the same BPE streams (their text once): block tasks merging the "
+          f"pieces of {MERGE_FAN_IN // 8} shards of one block, the first level of a merge tree; range tasks (every "
+          f"real slot's, the rotation null's with its offsets swept) and each slot's combine on 20 blocks of one "
+          f"shard each; {MAX_KEY_RANGES} first-token ranges; out / in: the merged tables' entries over the pieces'")
+    print(format_table(["stream", "offsets", "merged shards", "merge entries in", "out / in",
                         "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
                        merges))
 
