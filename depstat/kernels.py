@@ -1707,7 +1707,7 @@ def range_tables(
 def partition_tables(
     xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray, vocab: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Count tables of pairs that ``emit_pairs`` wrote for one block: keys ``x * vocab + y``
+    """Count tables of pairs that ``emit_block`` wrote for one block: keys ``x * vocab + y``
     grouped by first token x in ascending order, each cell once, with its count.
 
     The partitions are runs of consecutive token ids (``code`` from ``partition_tokens`` on

@@ -51,7 +51,7 @@ def shard_tables(
     part = kernels.SHARD_PART if part is None else part
     tables: list[CountTable] = [CountTable(np.zeros(0, np.int64), np.zeros(0, np.int64))] * len(full)
     whole = np.flatnonzero(upto == 0)
-    whole = whole[np.argsort(r[whole], kind="stable")]  # emit_pairs takes the smallest offset first
+    whole = whole[np.argsort(r[whole], kind="stable")]  # emit_block takes the smallest offset first
     if whole.size and hi > lo:
         for s, table in zip(whole, _partitioned_tables(tokens, lo, hi, doc_ends, r[whole], mode[whole], seed[whole],
                                                        shift, vocab, part)):
