@@ -45,7 +45,8 @@ from bench_speed import (
 )
 from benchlib import format_table, machine_line, probe_env
 from depstat.distributed import (
-    ENTRY_BYTES, MAX_KEY_RANGES, MAX_SHARD_TOKENS, MERGE_FAN_IN, OFFSETS_PER_BATCH, SHARD_TOKENS, _block_task,
+    ENTRY_BYTES, MAX_KEY_RANGES, MAX_SHARD_TOKENS, MERGE_FAN_IN, OFFSETS_PER_BATCH, PROBE_SAFETY, SHARD_TOKENS,
+    _block_task,
     _combine_task, _count_shard, _piece, _range_task, batch_spec, first_token_edges, graph_plan, graph_tasks,
 )
 from depstat.estimators import needs_first_marginal
@@ -111,12 +112,13 @@ print(json.dumps(out))
 
 def shard_rows(
     stream: TokenStream, sizes: tuple[int, ...], n_ranges: int, offsets: list[int], tmp: Path,
-) -> list[list[object]]:
+) -> tuple[list[list[object]], list[tuple[int, float]]]:
     """One shard task (``_count_shard``, a batch of 4 ``offsets``, real and rotation null)
     at each of ``sizes`` positions of ``stream``, cut into ``n_ranges`` first-token ranges,
     in a fresh process: best seconds, ns a position (all 8 slots), table entries, entries a
     position and slot, peak anonymous memory above its start, and for BPE what ``graph_plan``
-    budgets for the tables (one ENTRY_BYTES entry a pair and slot)."""
+    budgets for the tables (one ENTRY_BYTES entry a pair and slot); and each size's table
+    entries a position, all slots."""
     path, ends_path, edges_path = tmp / "tokens.npy", tmp / "ends.npy", tmp / "edges.npy"
     np.save(path, stream.tokens)
     np.save(ends_path, np.cumsum(stream.doc_lengths))
@@ -124,13 +126,14 @@ def shard_rows(
     done = subprocess.run([sys.executable, "-c", SHARD_PROBE, str(path), str(ends_path), str(edges_path),
                            str(int(stream.vocab_size)), ",".join(map(str, sizes)), ",".join(map(str, offsets))],
                           capture_output=True, text=True, check=True, env=probe_env())
-    rows = []
+    rows, density = [], []
     for out in json.loads(done.stdout.strip().splitlines()[-1]):
+        density.append((out["shard"], out["entries"] / out["shard"]))
         rows.append([stream.name, f"{offsets[0]}-{offsets[-1]}", f"{out['shard'] >> 20}M", f"{out['seconds']:.2f}",
                      f"{out['seconds'] / out['shard'] * 1e9:.1f}", f"{out['entries']:,}",
                      f"{out['entries'] / (8 * out['shard']):.3f}", f"{out['peak_mib']:.0f}",
                      "-" if stream.vocab_size <= 256 else f"{8 * ENTRY_BYTES * out['shard'] / 2**20:,.0f}"])
-    return rows
+    return rows, density
 
 
 def merge_rows(stream: TokenStream, offsets: list[int], n_ranges: int, tmp: Path, n_blocks: int = 20) -> list[list[object]]:
@@ -194,6 +197,25 @@ def merge_rows(stream: TokenStream, offsets: list[int], n_ranges: int, tmp: Path
              f"{n_blocks} x {(n // n_blocks) / 1e6:.1f}M", f"{range_in:,}", f"{range_s / range_in * 1e9:.1f}"]]
 
 
+def probe_rows(densities: list[tuple[int, float]], n: int = 10**11, n_blocks: int = 20) -> list[list[object]]:
+    """The BPE graph at ``n`` tokens with the shards ``DaskCounter.probe`` would size from
+    ``densities`` (shard positions, table entries a position, as measured), for each of
+    MEMORIES a thread: the densest shard at the largest measured size up to the worst-case
+    plan's."""
+    rows = []
+    batches = -(-N_OFFSETS // OFFSETS_PER_BATCH)
+    for memory in MEMORIES[1:]:
+        worst, ranges, merge_tables = graph_plan(n, 8192, threads=THREADS, memory=memory)
+        size = max((s for s, _ in densities if s <= worst), default=min(s for s, _ in densities))
+        entries = max(e for s, e in densities if s == size)
+        shard_tokens = graph_plan(n, 8192, threads=THREADS, memory=memory, entries=entries)[0]
+        per_block = [-(-n // (n_blocks * shard_tokens))] * n_blocks
+        tasks = graph_tasks(per_block, 2 * OFFSETS_PER_BATCH, ranges, OFFSETS_PER_BATCH - 1, merge_tables)
+        rows.append([f"{memory // GIB} GiB", f"{worst / 2**20:.0f}M", f"{entries:.2f} (at {size >> 20}M)",
+                     f"{shard_tokens / 2**20:.1f}M", f"{sum(per_block):,}", f"{tasks:,}", f"{tasks * batches:,}"])
+    return rows
+
+
 def byte_stream(docs: list[str], n_tokens: int) -> TokenStream:
     """The documents' UTF-8 bytes, repeated until they hold ``n_tokens``."""
     data = [t.encode("utf-8") for t in docs]
@@ -212,14 +234,16 @@ def main() -> None:
     docs, source = english_documents(FORTUNES_DIR, GCIDE)
     grid = offset_grid(MAX_OFFSET, N_OFFSETS)
     first, last = [int(r) for r in grid[:OFFSETS_PER_BATCH]], [int(r) for r in grid[-OFFSETS_PER_BATCH:]]
-    rows, notes, merges = [], [], []
+    rows, notes, merges, densities = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         rows += shard_rows(byte_stream(docs, MAX_SHARD_TOKENS + 1), (SHARD_TOKENS, MAX_SHARD_TOKENS), 1, first,
-                           Path(tmp))
+                           Path(tmp))[0]
         bpe, train = build_streams(docs, [BPE_SHARDS[-1] + 1], ("bpe-8k", "bpe-32k"))
         for _, stream, note in bpe:
             for offsets in (first, last):
-                rows += shard_rows(stream, BPE_SHARDS, MAX_KEY_RANGES, offsets, Path(tmp))
+                measured, density = shard_rows(stream, BPE_SHARDS, MAX_KEY_RANGES, offsets, Path(tmp))
+                rows += measured
+                densities += density
                 merges += merge_rows(resize(stream, MERGE_TOKENS)[0], offsets, MAX_KEY_RANGES, Path(tmp))
             notes.append(f"{stream.name}: {note}")
     print(f"\none shard task (distributed._count_shard) in a fresh process: the first and the last batch of the "
@@ -233,6 +257,12 @@ def main() -> None:
           f"pieces of {MERGE_FAN_IN // 8} shards of one block, the first level of a merge tree; range tasks (every "
           f"real slot's, the rotation null's with its offsets swept) and each slot's combine on 20 blocks of one "
           f"shard each; {MAX_KEY_RANGES} first-token ranges; out / in: the merged tables' entries over the pieces'")
+    print("\nBPE at 10^11 tokens on 64 threads, the shards sized as DaskCounter.probe sizes them: for "
+          f"{PROBE_SAFETY} times the most table entries a position the shard tasks above held at the largest size "
+          "measured up to the worst case's (the size the probe counts; a shard holds fewer entries a position the "
+          "larger it is)")
+    print(format_table(["memory a thread", "worst-case shard", "entries a position", "probed shard", "shards",
+                        "tasks a batch", "tasks a profile"], probe_rows(densities)))
     print(format_table(["stream", "offsets", "merged shards", "merge entries in", "out / in",
                         "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
                        merges))

@@ -74,6 +74,11 @@ SHARDS_PER_THREAD = 4  # a batch's shards per worker thread, where the stream al
 # pair and slot, so its shards also stay within a share of a worker thread's memory.
 ENTRY_BYTES = 16  # an int64 key and an int64 count
 SHARD_MEMORY_SHARE = 4  # a shard's tables at most 1/this of a worker thread's memory, at one entry a pair
+# Where memory binds, ``DaskCounter.sweep`` counts PROBE_SHARDS shards of the widest batch first
+# and sizes the shards for PROBE_SAFETY times the table entries a position they held (a
+# shard holds 0.08-0.14 entries a pair, not 1: benchmarks/output/graph.txt).
+PROBE_SHARDS = 4
+PROBE_SAFETY = 2
 DENSE_MERGE_FAN_IN = 256  # dense tables a merge task holds: at most 65,536 cells (1 MiB) each
 ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
@@ -295,11 +300,14 @@ class DaskCounter:
         self.n_blocks = len(self.block_starts) - 1
         threads = sum(client.nthreads().values())
         self.thread_memory = thread_memory(client)
+        self.threads = threads
         self.shard_tokens, ranges, self.merge_tables = graph_plan(
             stream.n_tokens, int(stream.vocab_size), shard_tokens, threads, self.thread_memory)
-        self.bounds = shards(stream.doc_lengths, self.block_starts, self.shard_tokens)
-        shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
-        self.block_shards = [np.flatnonzero(shard_block == g) for g in range(self.n_blocks)]  # shards never straddle blocks
+        self._cut(self.shard_tokens)
+        # the worst case of one entry a pair binds the shards: sweep measures the entries first
+        self.entries: float | None = None  # table entries a position, where measured
+        self.probing = shard_tokens is None and self.thread_memory is not None and len(self.bounds) > 2 and (
+            graph_plan(stream.n_tokens, int(stream.vocab_size), None, threads, 1 << 62)[0] > self.shard_tokens)
         self.doc_ends = np.cumsum(stream.doc_lengths)
         self.shift = max(stream.n_tokens // 2, 1)
         self.path = stream.source_file or _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
@@ -311,7 +319,43 @@ class DaskCounter:
         """The graph's shape and the tasks submitted so far, for the run record."""
         return {"shard_tokens": int(self.shard_tokens), "shards": len(self.bounds) - 1,
                 "first_token_ranges": len(self.key_edges) - 1, "merge_tables": self.merge_tables,
-                "thread_memory": self.thread_memory, "tasks": self.tasks}
+                "thread_memory": self.thread_memory, "entries_a_position": self.entries, "tasks": self.tasks}
+
+    def _cut(self, shard_tokens: int) -> None:
+        """Shard boundaries for shards of about ``shard_tokens`` positions, and each block's shards."""
+        self.bounds = shards(self.stream.doc_lengths, self.block_starts, shard_tokens)
+        shard_block = np.searchsorted(self.block_starts, self.bounds[:-1], side="right") - 1
+        self.block_shards = [np.flatnonzero(shard_block == g) for g in range(self.n_blocks)]  # shards never straddle blocks
+
+    def probe(self, batch: Sequence[int], partners: Sequence[str]) -> None:
+        """Where the workers' memory binds the shards (``probing``), count the tables of
+        PROBE_SHARDS shards spread over the stream for ``batch`` (the widest: its tables hold
+        the most entries) and size the shards for PROBE_SAFETY times the most entries a
+        position any held, not for one a pair and slot (``graph_plan``'s ``entries``). A
+        shard holds fewer entries a position the larger it is, so the measure errs on the
+        safe side; the sums do not depend on the shards."""
+        if not self.probing or self.entries is not None:
+            return
+        spec = batch_spec(batch, partners, self.seed)[1]
+        vocab = int(self.stream.vocab_size)
+        picks = np.unique(np.linspace(0, len(self.bounds) - 2, PROBE_SHARDS).round().astype(np.int64))
+        futures = []
+        for i in picks:
+            lo, hi = int(self.bounds[i]), int(self.bounds[i + 1])
+            self.tasks += 1
+            futures.append(self.client.submit(
+                _shard_entries, str(self.path), lo, hi, self._doc_ends_of(lo, hi), spec, self.shift, vocab,
+                key=f"depstat-probe-{i}-{self.path.stem}-{_spec_key(spec)}"))
+        self.entries = max(n / (int(self.bounds[i + 1]) - int(self.bounds[i]))
+                           for i, n in zip(picks, self.client.gather(futures)))
+        self.shard_tokens = graph_plan(self.stream.n_tokens, vocab, None, self.threads, self.thread_memory,
+                                       self.entries)[0]
+        self._cut(self.shard_tokens)
+
+    def _doc_ends_of(self, lo: int, hi: int) -> np.ndarray:
+        """The ends of the documents overlapping positions lo:hi."""
+        return self.doc_ends[np.searchsorted(self.doc_ends, lo, side="right"):
+                             np.searchsorted(self.doc_ends, hi, side="left") + 1]
 
     def batches(self, offsets: Sequence[int], n_partners: int = 1) -> list[list[int]]:
         """The offsets, ascending, in batches whose tables are counted together."""
@@ -322,8 +366,12 @@ class DaskCounter:
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True,
         first_marginal: bool = True,
     ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
-        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``."""
-        for batch in self.batches(offsets, len(partners)):
+        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``;
+        first, where memory binds the shards, sizes them by the widest batch's tables (``probe``)."""
+        batches = self.batches(offsets, len(partners))
+        if batches:
+            self.probe(batches[-1], partners)
+        for batch in batches:
             yield batch, self.sums_at(batch, partners, jackknife, first_marginal)
 
     def sums_at(
@@ -344,9 +392,8 @@ class DaskCounter:
 
         per_shard = []  # per shard and range, every slot's tables: with one range, the whole shard result
         for i, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
-            ends = self.doc_ends[np.searchsorted(self.doc_ends, lo, side="right"):
-                                 np.searchsorted(self.doc_ends, hi, side="left") + 1]
-            shard = submit(_count_shard, str(self.path), int(lo), int(hi), ends, spec, self.shift, vocab,
+            shard = submit(_count_shard, str(self.path), int(lo), int(hi), self._doc_ends_of(lo, hi), spec, self.shift,
+                           vocab,
                            self.key_edges, key=f"shard-{i}")
             per_shard.append([shard] if n_ranges == 1 else
                              [submit(_piece, shard, q, key=f"piece-{i}-{q}") for q in range(n_ranges)])
@@ -421,6 +468,7 @@ def batch_spec(
 
 def graph_plan(
     n_tokens: int, vocab: int, shard_tokens: int | None = None, threads: int = 1, memory: int | None = None,
+    entries: float | None = None,
 ) -> tuple[int, int, int]:
     """The Dask graph's shape for a stream: (positions a shard task counts, first-token
     ranges, tables a merge task holds), for a cluster of ``threads`` worker threads with
@@ -434,12 +482,17 @@ def graph_plan(
     OFFSETS_PER_BATCH slots, ENTRY_BYTES an entry) within 1/SHARD_MEMORY_SHARE of
     ``memory`` (SHARD_TOKENS where it is not known), one range per RANGE_TOKENS of stream
     (at most MAX_KEY_RANGES) so that a range task holds a part of every block's table, and
-    MERGE_FAN_IN tables a merge. ``shard_tokens`` overrides the shard size.
+    MERGE_FAN_IN tables a merge. With ``entries``, the table entries a position that a
+    batch's tables were measured to hold (``DaskCounter.probe``), the shards keep PROBE_SAFETY
+    times that within the share instead of the worst case (never more than it).
+    ``shard_tokens`` overrides the shard size.
     """
     spread = min(max(n_tokens // (SHARDS_PER_THREAD * max(threads, 1)), SHARD_TOKENS), MAX_SHARD_TOKENS)
     if vocab * vocab <= kernels.DENSE_RANGE_CELLS:
         return shard_tokens or spread, 1, DENSE_MERGE_FAN_IN
-    held = memory // (SHARD_MEMORY_SHARE * 2 * OFFSETS_PER_BATCH * ENTRY_BYTES) if memory else 0
+    worst = 2 * OFFSETS_PER_BATCH  # entries a position: one a pair and slot
+    per_position = worst if entries is None else min(max(PROBE_SAFETY * entries, 1e-6), worst)
+    held = int(memory // (SHARD_MEMORY_SHARE * per_position * ENTRY_BYTES)) if memory else 0
     planned = max(min(spread, held), SHARD_TOKENS)
     return shard_tokens or planned, min(MAX_KEY_RANGES, max(1, -(-n_tokens // RANGE_TOKENS))), MERGE_FAN_IN
 
@@ -488,6 +541,14 @@ def _count_shard(
     """Worker task: the tables of one shard, per slot and first-token range (memory-mapped stream)."""
     tokens = np.load(path, mmap_mode="r")
     return [split(t, key_edges, vocab) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)]
+
+
+def _shard_entries(
+    path: str, lo: int, hi: int, doc_ends: np.ndarray, spec: list, shift: int, vocab: int,
+) -> int:
+    """Worker task: the table entries of one shard, all slots (``DaskCounter.probe``)."""
+    tokens = np.load(path, mmap_mode="r")
+    return sum(len(t.keys) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab))
 
 
 def _piece(shard: list[list[CountTable]], part: int) -> list[CountTable]:

@@ -135,6 +135,35 @@ def test_dask_bpe_shards_follow_the_workers_memory(client, tmp_path: Path, monke
     assert_close(dask.sums_at(offsets, partners), PairCounter(stream, n_blocks=4).sums_at(offsets, partners))
 
 
+def test_dask_probe_sizes_bpe_shards_by_the_entries_they_hold(client, tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where memory binds (scaled down as above: the worst case of one entry a pair and slot
+    gives shards of about 2,000 positions), a sweep first counts a few shards of its widest
+    batch and sizes the shards for PROBE_SAFETY times the entries a position they held:
+    20 token types in a vocabulary of 300 hold far fewer than one entry a pair, so the
+    shards grow; the sums still equal the local engine's."""
+    memory = thread_memory(client)
+    share = memory // (2 * distributed.OFFSETS_PER_BATCH * distributed.ENTRY_BYTES * 2_000)
+    monkeypatch.setattr(distributed, "SHARD_TOKENS", 500)
+    monkeypatch.setattr(distributed, "SHARD_MEMORY_SHARE", share)
+    rng = np.random.default_rng(8)
+    lengths = rng.integers(20, 2500, 150)
+    stream = TokenStream("t", rng.integers(0, 20, int(lengths.sum())), lengths, 300)
+    dask = DaskCounter(stream, client, n_blocks=4, shared_dir=tmp_path)
+    worst, shards_before = dask.shard_tokens, len(dask.bounds) - 1
+    assert dask.probing and dask.entries is None
+    offsets, partners = [1, 3, 40, 300, 900], ("real", "rotate")
+    got = {key: sums for _, batch in dask.sweep(offsets, partners) for key, sums in batch.items()}
+    assert 0 < dask.entries < 2 * distributed.OFFSETS_PER_BATCH / distributed.PROBE_SAFETY
+    threads = sum(client.nthreads().values())
+    assert dask.shard_tokens == graph_plan(stream.n_tokens, 300, None, threads, memory, dask.entries)[0] > worst
+    assert len(dask.bounds) - 1 < shards_before
+    assert dask.plan["entries_a_position"] == dask.entries
+    assert_close(got, PairCounter(stream, n_blocks=4).sums_at(offsets, partners))
+    unbound = DaskCounter(stream, client, n_blocks=4, shared_dir=tmp_path, shard_tokens=worst)
+    assert not unbound.probing  # a shard size asked for is kept
+
+
 @pytest.mark.parametrize("limit, want", [(0, None), ("2GiB", 1 << 30)])
 def test_thread_memory_is_a_workers_limit_over_its_threads(limit: int | str, want: int | None) -> None:
     """A worker of 2 threads limited to 2 GiB leaves each 1 GiB; a worker with no limit
