@@ -21,8 +21,9 @@ start. A dense table holds at most V^2 cells whatever the shard, so its memory s
 grow with the shard; a BPE table grows with it, by less than the one 16-byte entry a pair
 and slot that ``graph_plan`` budgets.
 
-Last, the block and range tasks of such a batch, timed per table entry they take in
-(``merge_rows``): with the entries a position of the shard tasks above, the levels of a
+Then the BPE graph at 10^11 tokens with the shards ``DaskCounter.probe`` would size from
+the entries a position measured (``probe_rows``). Last, the block and range tasks of such a
+batch, timed per table entry they take in (``merge_rows``): with the entries a position of the shard tasks above, the levels of a
 block's merge tree and these costs, docs/scale.md bounds the merges and sums of a
 10^11-token profile.
 
@@ -252,17 +253,17 @@ def main() -> None:
           f"{'; '.join(notes)}")
     print(format_table(["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
                         "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], rows))
-    print(f"\nblock and range tasks of a batch (8 slots), per table entry taken in, best of 3, in this process, on "
-          f"the first {MERGE_TOKENS:,} tokens of the same BPE streams (their text once): block tasks merging the "
-          f"pieces of {MERGE_FAN_IN // 8} shards of one block, the first level of a merge tree; range tasks (every "
-          f"real slot's, the rotation null's with its offsets swept) and each slot's combine on 20 blocks of one "
-          f"shard each; {MAX_KEY_RANGES} first-token ranges; out / in: the merged tables' entries over the pieces'")
     print("\nBPE at 10^11 tokens on 64 threads, the shards sized as DaskCounter.probe sizes them: for "
           f"{PROBE_SAFETY} times the most table entries a position the shard tasks above held at the largest size "
           "measured up to the worst case's (the size the probe counts; a shard holds fewer entries a position the "
           "larger it is)")
     print(format_table(["memory a thread", "worst-case shard", "entries a position", "probed shard", "shards",
                         "tasks a batch", "tasks a profile"], probe_rows(densities)))
+    print(f"\nblock and range tasks of a batch (8 slots), per table entry taken in, best of 3, in this process, on "
+          f"the first {MERGE_TOKENS:,} tokens of the same BPE streams (their text once): block tasks merging the "
+          f"pieces of {MERGE_FAN_IN // 8} shards of one block, the first level of a merge tree; range tasks (every "
+          f"real slot's, the rotation null's with its offsets swept) and each slot's combine on 20 blocks of one "
+          f"shard each; {MAX_KEY_RANGES} first-token ranges; out / in: the merged tables' entries over the pieces'")
     print(format_table(["stream", "offsets", "merged shards", "merge entries in", "out / in",
                         "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
                        merges))

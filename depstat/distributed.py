@@ -22,6 +22,10 @@ For each batch of offsets:
 5. a task per slot (one for all the null's) adds the ranges' sums (``tables.combine``);
    only these ``TableSums`` travel back to the client.
 
+Shards hold 4M to 64M positions (``graph_plan``); where the workers' memory binds them, a
+sweep first counts a few shards of its widest batch and sizes them by the table entries
+those held (``DaskCounter.probe``).
+
 Shards never straddle a block, tasks are pure, and integer counts are added before any
 float sum is taken, in a fixed order: the result does not depend on the number of workers,
 on which worker ran what, or on a worker that died and had its tasks rerun. Tasks call no
