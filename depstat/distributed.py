@@ -302,16 +302,15 @@ class DaskCounter:
         self.seed = seed
         self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
         self.n_blocks = len(self.block_starts) - 1
-        threads = sum(client.nthreads().values())
+        self.threads = sum(client.nthreads().values())
         self.thread_memory = thread_memory(client)
-        self.threads = threads
         self.shard_tokens, ranges, self.merge_tables = graph_plan(
-            stream.n_tokens, int(stream.vocab_size), shard_tokens, threads, self.thread_memory)
+            stream.n_tokens, int(stream.vocab_size), shard_tokens, self.threads, self.thread_memory)
         self._cut(self.shard_tokens)
         # the worst case of one entry a pair binds the shards: sweep measures the entries first
         self.entries: float | None = None  # table entries a position, where measured
         self.probing = shard_tokens is None and self.thread_memory is not None and len(self.bounds) > 2 and (
-            graph_plan(stream.n_tokens, int(stream.vocab_size), None, threads, 1 << 62)[0] > self.shard_tokens)
+            graph_plan(stream.n_tokens, int(stream.vocab_size), None, self.threads, 1 << 62)[0] > self.shard_tokens)
         self.doc_ends = np.cumsum(stream.doc_lengths)
         self.shift = max(stream.n_tokens // 2, 1)
         self.path = stream.source_file or _write_tokens(stream, Path(shared_dir or tempfile.gettempdir()))
@@ -396,9 +395,8 @@ class DaskCounter:
 
         per_shard = []  # per shard and range, every slot's tables: with one range, the whole shard result
         for i, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
-            shard = submit(_count_shard, str(self.path), int(lo), int(hi), self._doc_ends_of(lo, hi), spec, self.shift,
-                           vocab,
-                           self.key_edges, key=f"shard-{i}")
+            shard = submit(_count_shard, str(self.path), int(lo), int(hi), self._doc_ends_of(lo, hi), spec,
+                           self.shift, vocab, self.key_edges, key=f"shard-{i}")
             per_shard.append([shard] if n_ranges == 1 else
                              [submit(_piece, shard, q, key=f"piece-{i}-{q}") for q in range(n_ranges)])
         # a tree of merges per (range, block): no task holds more than about merge_tables tables
