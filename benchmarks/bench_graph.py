@@ -22,10 +22,11 @@ grow with the shard; a BPE table grows with it, by less than the one 16-byte ent
 and slot that ``graph_plan`` budgets.
 
 Then the BPE graph at 10^11 tokens with the shards ``DaskCounter.probe`` would size from
-the entries a position measured (``probe_rows``). Last, the block and range tasks of such a
+the entries a position measured (``probe_rows``). Then the block and range tasks of such a
 batch, timed per table entry they take in (``merge_rows``): with the entries a position of the shard tasks above, the levels of a
 block's merge tree and these costs, docs/scale.md bounds the merges and sums of a
-10^11-token profile.
+10^11-token profile. Last, how a block's table grows with the block, carried to 10^11
+tokens (``cells_rows``): what a range task would hold there.
 
 Run: ``python benchmarks/bench_graph.py``.
 """
@@ -52,6 +53,7 @@ from depstat.distributed import (
 )
 from depstat.estimators import needs_first_marginal
 from depstat.stream import TokenStream
+from depstat.tables import shard_tables
 
 N_OFFSETS = 29
 THREADS = 64  # the cluster the graph is sized for (docs/scale.md's 10^11-token estimate assumes 64 workers)
@@ -217,6 +219,28 @@ def probe_rows(densities: list[tuple[int, float]], n: int = 10**11, n_blocks: in
     return rows
 
 
+def cells_rows(stream: TokenStream, n_tokens: int = 10**11, n_blocks: int = 20) -> list[list[object]]:
+    """How a block's table grows: the cells of one slot (real pairs at offsets 1 and 2048)
+    in tables of the first 0.75M to 12M positions of ``stream`` (its text once), a power
+    law fitted to the last three sizes and carried to a block of ``n_tokens`` / ``n_blocks``
+    positions (at most V^2 cells), and what a range task, which holds every block's table of
+    one of MAX_KEY_RANGES first-token ranges, would take in at ENTRY_BYTES an entry. The
+    growth slows as the table fills, so the power law errs high."""
+    ends, vocab = np.cumsum(stream.doc_lengths), int(stream.vocab_size)
+    sizes = [size for size in (750_000 << k for k in range(5)) if size <= stream.n_tokens]
+    block = n_tokens // n_blocks
+    rows = []
+    for r in (1, MAX_OFFSET):
+        cells = [len(shard_tables(stream.tokens, 0, n, ends, [(r, 0, 0)], stream.n_tokens // 2, vocab)[0].keys)
+                 for n in sizes]
+        alpha = np.polyfit(np.log(sizes[-3:]), np.log(cells[-3:]), 1)[0]
+        at_block = min(cells[-1] * (block / sizes[-1]) ** alpha, vocab * vocab)
+        rows.append([stream.name, r, " / ".join(f"{c / n:.3f}" for c, n in zip(cells, sizes)), f"{alpha:.2f}",
+                     f"{at_block:.2e}", f"{at_block / block:.3f}",
+                     f"{n_blocks * at_block / MAX_KEY_RANGES * ENTRY_BYTES / 2**30:.1f}"])
+    return rows
+
+
 def byte_stream(docs: list[str], n_tokens: int) -> TokenStream:
     """The documents' UTF-8 bytes, repeated until they hold ``n_tokens``."""
     data = [t.encode("utf-8") for t in docs]
@@ -235,7 +259,7 @@ def main() -> None:
     docs, source = english_documents(FORTUNES_DIR, GCIDE)
     grid = offset_grid(MAX_OFFSET, N_OFFSETS)
     first, last = [int(r) for r in grid[:OFFSETS_PER_BATCH]], [int(r) for r in grid[-OFFSETS_PER_BATCH:]]
-    rows, notes, merges, densities = [], [], [], []
+    rows, notes, merges, densities, growth = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         rows += shard_rows(byte_stream(docs, MAX_SHARD_TOKENS + 1), (SHARD_TOKENS, MAX_SHARD_TOKENS), 1, first,
                            Path(tmp))[0]
@@ -246,6 +270,7 @@ def main() -> None:
                 rows += measured
                 densities += density
                 merges += merge_rows(resize(stream, MERGE_TOKENS)[0], offsets, MAX_KEY_RANGES, Path(tmp))
+            growth += cells_rows(resize(stream, MERGE_TOKENS)[0])
             notes.append(f"{stream.name}: {note}")
     print(f"\none shard task (distributed._count_shard) in a fresh process: the first and the last batch of the "
           f"default grid ({OFFSETS_PER_BATCH} offsets, real pairs and the rotation null: 8 slots); text: {source}; "
@@ -267,6 +292,12 @@ def main() -> None:
     print(format_table(["stream", "offsets", "merged shards", "merge entries in", "out / in",
                         "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
                        merges))
+    print("\na block's table at 10^11 tokens (20 blocks of 5e9 positions): cells of one slot (real pairs) "
+          f"a position in tables of the first 0.75M, 1.5M, 3M, 6M and 12M positions of the same BPE streams, a power "
+          f"law fitted to the last three carried to 5e9 positions (at most V^2 cells), and what one range task "
+          f"holds then: 20 blocks' tables of one of {MAX_KEY_RANGES} ranges at {ENTRY_BYTES} bytes an entry")
+    print(format_table(["stream", "offset", "cells a position at 0.75M-12M", "exponent", "cells a block at 10^11",
+                        "a position", "range task GiB"], growth))
 
 
 if __name__ == "__main__":
