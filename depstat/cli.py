@@ -90,8 +90,9 @@ def corpus_options() -> argparse.ArgumentParser:
     d.add_argument(
         "--shard-tokens", type=_size, default=None, metavar="N",
         help="positions each shard task counts (default: 4M to 64M, as large as leaves 4 shards a batch to each worker "
-        "thread and, for vocabularies over 256, as keeps a batch's tables at one entry a pair within a quarter of a "
-        "worker thread's memory; K, M, G suffixes are powers of 1024): larger shards "
+        "thread and, for vocabularies over 256, as keeps a batch's tables within a quarter of a worker thread's "
+        "memory, at one entry a pair or, where that binds, at twice the entries a position of 4 shards counted "
+        "first; K, M, G suffixes are powers of 1024): larger shards "
         "mean fewer tasks for the scheduler and more memory a task (see docs/scale.md)",
     )
     return p

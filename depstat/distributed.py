@@ -486,7 +486,8 @@ def graph_plan(
     (at most MAX_KEY_RANGES) so that a range task holds a part of every block's table, and
     MERGE_FAN_IN tables a merge. With ``entries``, the table entries a position that a
     batch's tables were measured to hold (``DaskCounter.probe``), the shards keep PROBE_SAFETY
-    times that within the share instead of the worst case (never more than it).
+    times that within the share instead of the worst case (never more entries than it, so
+    never smaller shards).
     ``shard_tokens`` overrides the shard size.
     """
     spread = min(max(n_tokens // (SHARDS_PER_THREAD * max(threads, 1)), SHARD_TOKENS), MAX_SHARD_TOKENS)
