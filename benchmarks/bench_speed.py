@@ -45,7 +45,7 @@ from numba.core.registry import CPUDispatcher as Dispatcher
 from pydoc_data.topics import topics
 from sklearn.metrics import mutual_info_score
 
-from benchlib import format_table, machine_line
+from benchlib import PeakRSS, format_table, machine_line
 from depstat import estimators as est
 from depstat import kernels
 from depstat.counting import PairCounter
@@ -431,31 +431,17 @@ def memory_offsets(method: Method, stream: TokenStream, offsets: np.ndarray) -> 
     return probe.batches(offsets.tolist(), n_partners)[0]
 
 
-def rss_field(name: str) -> int:
-    """A ``kB`` field of /proc/self/status (VmRSS, VmHWM), in bytes."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(name + ":"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{name} not in /proc/self/status")
-
-
 def memory_child(key: str, npz: Path, offsets: list[int]) -> None:
-    """In a fresh process: load the stream, warm the method up, reset the RSS high-water
-    mark, run the method once and print the RSS before and the peak during the call as JSON.
-
-    Writing 5 to /proc/self/clear_refs resets VmHWM to the current RSS (Linux >= 4.0), so
-    the peak excludes the imports' and the JIT's transient use.
-    """
+    """In a fresh process: load the stream, warm the method up, run it once and print the RSS
+    before and the peak during the call as JSON (``PeakRSS``: the high-water mark, reset
+    after the warm-up, so the peak excludes the imports' and the JIT's transient use)."""
     method = BY_KEY[key]
     with np.load(npz) as data:
         stream = TokenStream("child", data["tokens"], data["doc_lengths"], int(data["vocab_size"]))
     method.run(tiny_stream(int(stream.vocab_size)), np.array([1, 2, 3]))
-    before = rss_field("VmRSS")
-    with open("/proc/self/clear_refs", "w") as fh:
-        fh.write("5")
-    method.run(stream, np.array(offsets))
-    print(json.dumps({"rss_before": before, "peak": rss_field("VmHWM")}))
+    with PeakRSS() as memory:
+        method.run(stream, np.array(offsets))
+    print(json.dumps({"rss_before": memory.before, "peak": memory.peak}))
 
 
 def measure_memory(method: Method, npz: Path, offsets: list[int], threads: int) -> Memory:

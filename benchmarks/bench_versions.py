@@ -20,7 +20,12 @@ default grid's first and last batch of 4 offsets, each jackknife block one shard
 (``tables.shard_tables``, head's), the real pairs' ``range_sums`` at each offset and the
 rotation null's ``swept_range_sums`` for the batch, each ``combine``d, as the default
 estimator asks for them (without the first marginal where the version can leave it out).
-The largest difference is then of the sums the estimator reads.
+The largest difference is then of the sums the estimator reads. Then, for each version in a
+fresh process that holds the last batch's tables already, the peak resident memory a
+range task adds above them: the real pairs' ``range_sums`` at the largest offset and the
+null's ``swept_range_sums``, with ``merge`` of the same 20 tables as a merge task would take
+them (``MEMORY_PROBE``); head's also with the tables handed to its kernels in 8 parts, as
+it hands over a larger task's.
 
 With ``--shard-tasks`` the Dask engine's shard tasks are timed instead: ``tables.shard_tables``
 of the whole stream as one shard (as large as ``--tokens``: the engine's shards hold 4M to
@@ -36,6 +41,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -50,7 +58,7 @@ from bench_speed import (
     DEFAULT, FORTUNES_DIR, GCIDE, MAX_OFFSET, N_OFFSETS, build_streams, encode_until, english_documents,
     offset_grid, resize,
 )
-from benchlib import format_table, machine_line
+from benchlib import format_table, machine_line, probe_env
 from depstat import estimators, tables
 from depstat.counting import jackknife_blocks
 from depstat.distributed import batch_spec
@@ -145,6 +153,65 @@ def shard_task_calls(stream: TokenStream, base_tables, batches: list[list[int]])
         return [t for spec in specs for t in mod.shard_tables(stream.tokens, 0, stream.n_tokens, ends, spec, shift, v)]
 
     return lambda: run(tables), lambda: run(base_tables)
+
+
+MEMORY_PROBE = r"""
+import importlib, inspect, json, pickle, sys
+from benchlib import PeakRSS
+tables = importlib.import_module(sys.argv[1])
+n_chunks = int(sys.argv[3])  # the tables handed to the kernels in this many first-token ranges; 0: the default
+name = sys.argv[4]  # one call a process: memory another call freed could be reused unseen
+with open(sys.argv[2], "rb") as fh:
+    real, null, drops, v, first_marginal = pickle.load(fh)
+fm = {"first_marginal": first_marginal} if "first_marginal" in inspect.signature(tables.range_sums).parameters else {}
+blocks = list(range(len(real)))
+
+def tiny(ts):
+    return [tables.CountTable(t.keys[:8], t.counts[:8]) for t in ts]
+
+def chunk(ts):
+    return {"chunk": -(-sum(len(t.keys) for t in ts) // n_chunks)} if n_chunks else {}
+
+calls = {
+    "range_sums": lambda r, n, d: tables.range_sums(r, blocks, len(blocks), v, **fm, **chunk(r)),
+    "swept_range_sums": lambda r, n, d: tables.swept_range_sums(n, d, v, **fm, **chunk(n)),
+    "merge": lambda r, n, d: tables.merge(r, v, **chunk(r)),
+}
+calls[name](tiny(real), tiny(null), [tiny(g) for g in drops])  # compiles or loads the kernels on a tiny input
+with PeakRSS() as memory:
+    calls[name](real, null, drops)
+print(json.dumps(memory.mib))
+"""
+PROBE_CHUNKS = 8  # head's calls also measured with the tables handed over in this many parts
+
+
+def range_task_memory(stream: TokenStream, home: Path, batch: list[int]) -> list[str]:
+    """Lines with the peak resident memory of the range and merge calls of ``batch`` at both
+    versions, each in a fresh process, against the tables they take in (``MEMORY_PROBE``);
+    head's also with its tables handed to the kernels in PROBE_CHUNKS first-token ranges,
+    as it hands over a task's tables larger than ``tables.CHUNK_ENTRIES``."""
+    lean = not estimators.needs_first_marginal(DEFAULT)
+    reals, null, drops = range_inputs(stream, batch)
+    inputs = {"range_sums": reals[-1], "swept_range_sums": null + [t for g in drops for t in g], "merge": reals[-1]}
+    mib = {name: sum(t.keys.nbytes + t.counts.nbytes for t in ts) / 2**20 for name, ts in inputs.items()}
+    rows = {name: [name, f"{size:.1f}"] for name, size in mib.items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tables.pickle"
+        with path.open("wb") as fh:
+            pickle.dump((reals[-1], null, drops, int(stream.vocab_size), not lean), fh)
+        env = probe_env()
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(home)] + sys.path[1:])
+        for module, n_chunks in (("depstat.tables", 0), ("depstat.tables", PROBE_CHUNKS), ("depstat_base.tables", 0)):
+            for name in inputs:
+                done = subprocess.run([sys.executable, "-c", MEMORY_PROBE, module, str(path), str(n_chunks), name],
+                                      capture_output=True, text=True, check=True, env=env)
+                peak = json.loads(done.stdout.strip().splitlines()[-1])
+                rows[name] += [f"{peak:.1f}", f"{peak / mib[name]:.2f}"]
+    return [f"memory of the last batch's calls ({batch[-1]} for the real pairs), each alone in a fresh process holding "
+            "the tables: peak resident MiB above that (VmHWM), and over the tables' MiB; head's whole (one "
+            f"first-token range: the tables are under tables.CHUNK_ENTRIES) and in {PROBE_CHUNKS}",
+            format_table(["call", "tables MiB", "head MiB", "/ tables", f"head in {PROBE_CHUNKS} MiB", "/ tables",
+                          "base MiB", "/ tables"], list(rows.values()))]
 
 
 def tables_equal(head: list, base: list) -> bool:
@@ -269,6 +336,8 @@ def main() -> None:
     for stream, note in make_streams(names, args.tokens):
         print(f"\n== {stream.name} @ {stream.n_tokens:,} tokens, vocabulary {stream.vocab_size:,}; {note}")
         print("\n".join(compare(stream, base_mi, base_stream_type, offsets, args.rounds, base_tables, kind)), flush=True)
+        if args.range_tasks:
+            print("\n".join(range_task_memory(stream, home, [int(r) for r in offsets[-4:]])), flush=True)
 
 
 if __name__ == "__main__":

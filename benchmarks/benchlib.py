@@ -1,5 +1,5 @@
 """Helpers shared by the benchmarks: plain-text tables, a description of the machine, and
-the peak anonymous memory of a probe run in a fresh interpreter."""
+the peak memory of a probe run in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -52,6 +52,33 @@ def signed(value: float, digits: int = 4) -> str:
     return f"{value:+.{digits}f}"
 
 
+def rss_field(name: str) -> int:
+    """A ``kB`` field of /proc/self/status (VmRSS, VmHWM, RssAnon), in bytes."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{name} not in /proc/self/status")
+
+
+class PeakRSS:
+    """Peak resident memory above its value at entry while the ``with`` block runs, from the
+    kernel's high-water mark (VmHWM, reset to the current RSS by writing 5 to
+    /proc/self/clear_refs, Linux >= 4.0); ``before``, ``peak`` (bytes) and ``mib`` hold it
+    after the block. A thread sampling RSS would miss what a Numba kernel allocates and frees
+    while it holds the GIL. File pages read in the block (a memory-mapped stream) count too."""
+
+    def __enter__(self) -> "PeakRSS":
+        self.before = rss_field("VmRSS")
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.peak = rss_field("VmHWM")
+        self.mib = (self.peak - self.before) / 2**20
+
+
 def _rss_anon() -> int:
     """This process's anonymous resident memory in bytes (``RssAnon``: not memory-mapped files)."""
     with open("/proc/self/status") as fh:
@@ -60,7 +87,9 @@ def _rss_anon() -> int:
 
 class PeakAnon:
     """Peak anonymous resident memory above its value at entry, sampled every 5 ms by a
-    thread while the ``with`` block runs; ``mib`` holds it after the block."""
+    thread while the ``with`` block runs; ``mib`` holds it after the block. Memory-mapped
+    file pages do not count; what a Numba kernel allocates and frees while it holds the GIL
+    may be missed (``PeakRSS`` sees it)."""
 
     def __enter__(self) -> "PeakAnon":
         self.base = self.peak = _rss_anon()

@@ -1368,10 +1368,12 @@ def _part_deltas(in_block, n_in, part, total, tables, jk, g, marked, held_block,
 
 @kernel()
 def merge_pieces(
-    keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, vocab: int,
-) -> tuple[np.ndarray, np.ndarray]:
+    keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, vocab: int, out_keys: np.ndarray,
+    out_counts: np.ndarray, m: int,
+) -> int:
     """One table from pieces grouped by first token (as ``piece_sums`` takes them): each cell's
-    counts added, first token by first token in a dense array, keys again grouped by x."""
+    counts added, first token by first token in a dense array, keys again grouped by x,
+    written to ``out_keys/out_counts`` from entry ``m`` on. Returns where its entries end."""
     cur = piece_starts[:-1].copy()
     stop = piece_starts[:-1].copy()
     present = np.zeros(vocab, dtype=np.bool_)
@@ -1379,9 +1381,6 @@ def merge_pieces(
         _mark_runs(keys, piece_starts[i], piece_starts[i + 1], vocab, present)
     total = np.zeros(vocab, dtype=np.int64)
     cells = np.empty(vocab, dtype=np.int64)
-    out_keys = np.empty(keys.shape[0], dtype=np.int64)  # only the pages written are resident
-    out_counts = np.empty(keys.shape[0], dtype=np.int64)
-    m = 0
     for x in np.flatnonzero(present):
         base = x * vocab
         n_cells = _gather_token(keys, counts, piece_starts, cur, stop, base, base + vocab, total, cells)
@@ -1392,14 +1391,14 @@ def merge_pieces(
             total[y] = 0
             m += 1
         cur[:] = stop
-    return out_keys[:m], out_counts[:m]
+    return m
 
 
 @kernel()
 def piece_sums(
     keys: np.ndarray, counts: np.ndarray, piece_starts: np.ndarray, piece_block: np.ndarray, n_blocks: int,
-    vocab: int, tables: np.ndarray, jackknife: bool, first_marginal: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    vocab: int, tables: np.ndarray, jackknife: bool, first: np.ndarray, second: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """Sums of one table given as pieces: piece i is ``keys/counts[piece_starts[i]:piece_starts[i + 1]]``,
     pairs of jackknife block ``piece_block[i]``, its keys ``x * vocab + y`` grouped by first
     token x in ascending order, each cell once.
@@ -1409,14 +1408,12 @@ def piece_sums(
     delete-one-block change. No sort and no merged table. A piece may take pairs out
     (negative counts: pairs that a larger offset drops) if it comes after the pieces that
     hold them: every cell's total then rises before it falls, and cells that end empty are
-    left out. Returns ``(joint, joint_jk, first, second)``, the last two the per-block
-    counts of first and second tokens (n_blocks x vocab; the first n_blocks x 0 without
-    ``first_marginal``).
+    left out. Returns ``(joint, joint_jk)``; the per-block counts of first and second tokens
+    are added into ``first`` and ``second`` (n_blocks x vocab; ``first`` n_blocks x 0 leaves
+    the first marginal out), which callers keep across calls on consecutive first tokens.
     """
     joint = np.zeros(N_SUMS)
     joint_jk = np.zeros((n_blocks, N_SUMS))
-    first = np.zeros((n_blocks, vocab if first_marginal else 0), dtype=np.int64)
-    second = np.zeros((n_blocks, vocab), dtype=np.int64)
     n_pieces = piece_block.shape[0]
     cur = piece_starts[:-1].copy()
     stop = piece_starts[:-1].copy()
@@ -1455,14 +1452,15 @@ def piece_sums(
         joint[2] += n_cells - empty
         for i in range(n_pieces):
             cur[i] = stop[i]
-    return joint, joint_jk, first, second
+    return joint, joint_jk
 
 
 @kernel()
 def swept_piece_sums(
     keys: np.ndarray, counts: np.ndarray, starts: np.ndarray, dkeys: np.ndarray, dcounts: np.ndarray,
-    dstarts: np.ndarray, n_later: int, vocab: int, tables: np.ndarray, jackknife: bool, first_marginal: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    dstarts: np.ndarray, n_later: int, vocab: int, tables: np.ndarray, jackknife: bool, first: np.ndarray,
+    second: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """``piece_sums`` of one table per block (piece g is block g's), and the same sums after
     each of ``n_later`` sets of its pairs are taken out: drop piece ``k * blocks + g`` holds
     block g's pairs that set k takes out (the rotation null's pairs that the batch's k-th
@@ -1474,15 +1472,12 @@ def swept_piece_sums(
     part c of such a cell and d of the set's pairs, its delete-one-block delta from
     f(t - c) - f(t) to f(t - d_total - (c - d)) - f(t - d_total). As the local engine's
     sweep: O(table + sets x blocks x touched cells), not O(table x sets).
-    Returns ``(joint, joint_jk, first, second)``: row 0 the table's, row k + 1 set k's; the
-    per-block marginal counts of the table only (the first's n_blocks x 0 without
-    ``first_marginal``).
+    Returns ``(joint, joint_jk)``: row 0 the table's, row k + 1 set k's; the per-block
+    marginal counts of the table only are added into ``first`` and ``second`` as in ``piece_sums``.
     """
     n_blocks = starts.shape[0] - 1
     joint = np.zeros((n_later + 1, N_SUMS))
     joint_jk = np.zeros((n_later + 1, n_blocks, N_SUMS))
-    first = np.zeros((n_blocks, vocab if first_marginal else 0), dtype=np.int64)
-    second = np.zeros((n_blocks, vocab), dtype=np.int64)
     present = np.zeros(vocab, dtype=np.bool_)
     for g in range(n_blocks):
         _piece_marginals(keys, counts, starts[g], starts[g + 1], vocab, first[g], second[g], present)
@@ -1572,7 +1567,7 @@ def swept_piece_sums(
     for k in range(1, n_later + 1):
         joint[k] += joint[0]
         joint_jk[k] += joint_jk[0]
-    return joint, joint_jk, first, second
+    return joint, joint_jk
 
 
 @kernel(inline="always")

@@ -9,7 +9,7 @@ estimator applies unchanged. Memory is that of the tables: at most one entry per
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +17,10 @@ import numpy as np
 from depstat import kernels
 from depstat.estimators import TableSums
 
+# A merge or range task hands its tables to the kernels end to end a first-token range of
+# about CHUNK_ENTRIES entries (64 MiB) at a time: a copy of all of them at once would double
+# the memory of a task that holds gigabytes at 10^11 tokens (docs/scale.md).
+CHUNK_ENTRIES = 1 << 22
 
 @dataclass(frozen=True)
 class CountTable:
@@ -89,19 +93,55 @@ def _partitioned_tables(
     return [CountTable(keys[s * room:end], counts[s * room:end]) for s, end in enumerate(ends)]
 
 
-def merge(tables: Sequence[CountTable], vocab: int) -> CountTable:
-    """One table with the counts of all of them added cell by cell (``kernels.merge_pieces``)."""
+def merge(tables: Sequence[CountTable], vocab: int, chunk: int = CHUNK_ENTRIES) -> CountTable:
+    """One table with the counts of all of them added cell by cell (``kernels.merge_pieces``),
+    ``chunk`` entries at a time."""
     if len(tables) == 1:
         return tables[0]
-    keys, counts, starts = _concatenated(tables)
-    return CountTable(*kernels.merge_pieces(keys, counts, starts, vocab))
+    n = sum(len(t.keys) for t in tables)
+    keys, counts = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)  # only the pages written are resident
+    m = 0
+    for part in _chunks(tables, _edges(tables, vocab, chunk)):
+        m = kernels.merge_pieces(*part, vocab, keys, counts, m)
+    return CountTable(keys[:m], counts[:m])
 
 
-def _concatenated(tables: Sequence[CountTable]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The tables' keys and counts end to end, and where each table starts (and the last ends)."""
-    keys = np.concatenate([t.keys for t in tables]) if tables else np.zeros(0, np.int64)
-    counts = np.concatenate([t.counts for t in tables]) if tables else np.zeros(0, np.int64)
-    return keys, counts, np.r_[0, np.cumsum([len(t.keys) for t in tables])].astype(np.int64)
+def _cuts(keys: np.ndarray, key_edges: np.ndarray) -> np.ndarray:
+    """Where the first tokens of ``key_edges // vocab`` (edges ``x * vocab``) start in ``keys``.
+
+    Keys are grouped by x in ascending order but not sorted within a group; a binary search
+    still finds an edge, since ``key < x * vocab`` holds for every group before x and for
+    none from x on."""
+    return np.searchsorted(keys, key_edges)
+
+
+def _edges(tables: Sequence[CountTable], vocab: int, chunk: int) -> np.ndarray:
+    """Key edges ``x * vocab`` that cut the tables into first-token ranges of about ``chunk``
+    entries in all, taken from the widest table (the tables of one range are alike)."""
+    sizes = [len(t.keys) for t in tables]
+    n = -(-sum(sizes) // max(chunk, 1))
+    if n <= 1:
+        return np.zeros(0, dtype=np.int64)
+    widest = tables[int(np.argmax(sizes))].keys
+    return np.unique(widest[len(widest) * np.arange(1, n) // n] // vocab) * vocab
+
+
+def _chunks(
+    tables: Sequence[CountTable], key_edges: np.ndarray, signs: Sequence[int] | None = None,
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """For each first-token range between ``key_edges`` (one more than the edges, whatever
+    the tables), the tables' entries there end to end, counts times ``signs`` (one a table),
+    and where each table's part starts (and the last ends)."""
+    cuts = [np.r_[0, _cuts(t.keys, key_edges), len(t.keys)] for t in tables]
+    signs = [1] * len(tables) if signs is None else signs
+    for c in range(len(key_edges) + 1):
+        if not tables:
+            yield np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
+            continue
+        keys = np.concatenate([t.keys[cut[c]:cut[c + 1]] for t, cut in zip(tables, cuts)])
+        counts = np.concatenate([t.counts[cut[c]:cut[c + 1]] * sign if sign != 1 else t.counts[cut[c]:cut[c + 1]]
+                                 for t, cut, sign in zip(tables, cuts, signs)])
+        yield keys, counts, np.r_[0, np.cumsum([cut[c + 1] - cut[c] for cut in cuts])].astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -121,13 +161,13 @@ class PartialSums:
 
 def split(table: CountTable, key_edges: np.ndarray, vocab: int) -> list[CountTable]:
     """The table cut into first-token ranges: ``key_edges`` are ``x * vocab`` boundaries from 0 to vocab^2."""
-    cuts = np.searchsorted(table.keys // vocab, key_edges // vocab)  # grouped by x: x is sorted, y is not
+    cuts = _cuts(table.keys, key_edges)
     return [CountTable(table.keys[a:b], table.counts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
 def range_sums(
     pieces: Sequence[CountTable], piece_blocks: Sequence[int], n_blocks: int, vocab: int, jackknife: bool = True,
-    taken_out: Sequence[bool] | None = None, first_marginal: bool = True,
+    taken_out: Sequence[bool] | None = None, first_marginal: bool = True, chunk: int = CHUNK_ENTRIES,
 ) -> PartialSums:
     """Sums and delete-one-block deltas of one first-token range, from its pieces (tables of
     shards, or of whole blocks, piece i of jackknife block ``piece_blocks[i]``), less the
@@ -135,21 +175,28 @@ def range_sums(
 
     The pieces are taken first token by first token (``kernels.piece_sums``), those taken
     out last: each cell's total is counted in a dense array and each block's part of it in
-    another, so no table is merged, sorted or looked up. Without ``first_marginal`` the
-    first marginal's sums are left out (NaN), for an estimator in which they cancel.
+    another, so no table is merged, sorted or looked up. The kernel takes the pieces end to
+    end, ``chunk`` entries at a time. Without ``first_marginal`` the first marginal's sums
+    are left out (NaN), for an estimator in which they cancel.
     """
-    sums_tables = kernels.SUM_TABLES
     blocks = np.asarray(piece_blocks, dtype=np.int64)
     out = np.zeros(len(pieces), dtype=bool) if taken_out is None else np.asarray(taken_out, dtype=bool)
     order = np.lexsort((blocks, out))
-    keys, counts, starts = _concatenated([pieces[i] for i in order])
-    if out.any():
-        counts = counts * np.repeat(np.where(out[order], -1, 1), np.diff(starts))
-    blocks = blocks[order]
-    joint, joint_jk, first_blocks, second_blocks = kernels.piece_sums(
-        keys, counts, starts, blocks, n_blocks, vocab, sums_tables, jackknife, first_marginal,
-    )
-    return _partial(joint, joint_jk, first_blocks, second_blocks, jackknife, first_marginal)
+    chosen, signs, blocks = [pieces[i] for i in order], np.where(out[order], -1, 1), blocks[order]
+    first, second = _marginal_counts(n_blocks, vocab, first_marginal)
+    joint, joint_jk = np.zeros(kernels.N_SUMS), np.zeros((n_blocks, kernels.N_SUMS))
+    for keys, counts, starts in _chunks(chosen, _edges(chosen, vocab, chunk), signs):
+        sums, deltas = kernels.piece_sums(keys, counts, starts, blocks, n_blocks, vocab, kernels.SUM_TABLES,
+                                          jackknife, first, second)
+        joint += sums
+        joint_jk += deltas
+    return _partial(joint, joint_jk, first, second, jackknife, first_marginal)
+
+
+def _marginal_counts(n_blocks: int, vocab: int, first_marginal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Zeroed per-block counts of first tokens (n_blocks x 0 without ``first_marginal``) and of second tokens."""
+    return (np.zeros((n_blocks, vocab if first_marginal else 0), dtype=np.int64),
+            np.zeros((n_blocks, vocab), dtype=np.int64))
 
 
 def _partial(
@@ -173,7 +220,7 @@ def _partial(
 
 def swept_range_sums(
     tables: Sequence[CountTable], drops: Sequence[Sequence[CountTable]], vocab: int, jackknife: bool = True,
-    first_marginal: bool = True,
+    first_marginal: bool = True, chunk: int = CHUNK_ENTRIES,
 ) -> list[PartialSums]:
     """The rotation null's partial sums of one first-token range at a batch's smallest offset,
     from its table of every block (``tables[g]``), then at each larger offset k, less the
@@ -181,16 +228,21 @@ def swept_range_sums(
 
     ``kernels.swept_piece_sums`` sums the tables once and changes only the cells the
     dropped pairs touch, as the local engine's sweep does; the marginals lose the dropped
-    pairs' counts (the first's sums NaN without ``first_marginal``).
+    pairs' counts (the first's sums NaN without ``first_marginal``). The kernel takes the
+    tables end to end, ``chunk`` entries at a time (and the dropped pairs of the same first tokens).
     """
     if any(len(group) != len(tables) for group in drops):
         raise ValueError("every larger offset needs one table of dropped pairs per block")
-    keys, counts, starts = _concatenated(tables)
-    dkeys, dcounts, dstarts = _concatenated([t for group in drops for t in group])
-    joint, joint_jk, first, second = kernels.swept_piece_sums(
-        keys, counts, starts, dkeys, dcounts, dstarts, len(drops), vocab, kernels.SUM_TABLES, jackknife,
-        first_marginal,
-    )
+    n_blocks = len(tables)
+    first, second = _marginal_counts(n_blocks, vocab, first_marginal)
+    joint, joint_jk = np.zeros((len(drops) + 1, kernels.N_SUMS)), np.zeros((len(drops) + 1, n_blocks, kernels.N_SUMS))
+    edges = _edges(tables, vocab, chunk)
+    for (keys, counts, starts), (dkeys, dcounts, dstarts) in zip(
+            _chunks(tables, edges), _chunks([t for group in drops for t in group], edges)):
+        sums, deltas = kernels.swept_piece_sums(keys, counts, starts, dkeys, dcounts, dstarts, len(drops), vocab,
+                                                kernels.SUM_TABLES, jackknife, first, second)
+        joint += sums
+        joint_jk += deltas
     out = [_partial(joint[0], joint_jk[0], first, second, jackknife, first_marginal)]
     for k, group in enumerate(drops):
         first_k, second_k = first.copy(), second.copy()

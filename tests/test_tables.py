@@ -26,11 +26,12 @@ from tests.test_kernels import assert_sums_equal, streams
     further=st.lists(st.integers(1, 40), min_size=1, max_size=3, unique=True),
     n_blocks=st.integers(2, 5),
     n_ranges=st.integers(1, 3),
+    chunk=st.integers(1, 50),
 )
-def test_swept_null_equals_a_recount_at_each_offset(stream, r, further, n_blocks, n_ranges) -> None:
+def test_swept_null_equals_a_recount_at_each_offset(stream, r, further, n_blocks, n_ranges, chunk) -> None:
     """``swept_range_sums``: the null's sums at r from its tables, and at each larger offset
-    by changing only the cells its dropped pairs touch, per first-token range, equal a
-    recount at every offset."""
+    by changing only the cells its dropped pairs touch, per first-token range (its tables
+    handed to the kernel ``chunk`` entries at a time), equal a recount at every offset."""
     block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
     ends = np.cumsum(stream.doc_lengths)
     shift, v, mode = max(stream.n_tokens // 2, 1), stream.vocab_size, PARTNER_MODES["rotate"]
@@ -41,7 +42,8 @@ def test_swept_null_equals_a_recount_at_each_offset(stream, r, further, n_blocks
     edges = np.unique(np.linspace(0, v, n_ranges + 1).astype(np.int64)) * v
     cut = [[split(t, edges, v) for t in block] for block in per_block]  # [block][slot][range]
     parts = [swept_range_sums([cut[g][0][q] for g in range(n_blocks)],
-                              [[cut[g][k][q] for g in range(n_blocks)] for k in range(1, len(slots))], v)
+                              [[cut[g][k][q] for g in range(n_blocks)] for k in range(1, len(slots))], v,
+                              chunk=chunk)
              for q in range(len(edges) - 1)]
     for k, (_, _, _, *upto) in enumerate(slots):
         want = naive.naive_sums(stream.tokens, stream.doc_lengths, v, upto[0] if upto else r, "rotate",
@@ -63,9 +65,11 @@ def test_swept_null_equals_a_recount_at_each_offset(stream, r, further, n_blocks
     n_blocks=st.integers(2, 5),
     shard_size=st.integers(1, 60),
     part=st.one_of(st.none(), st.integers(1, 40)),
+    chunk=st.integers(1, 50),
 )
-def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_blocks, shard_size, part) -> None:
-    """Shards of any size, in any order, give the sums and deltas of a direct recount."""
+def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_blocks, shard_size, part, chunk) -> None:
+    """Shards of any size, in any order, give the sums and deltas of a direct recount, with
+    the tables handed to the kernels whole or ``chunk`` entries at a time."""
     block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
     bounds = shards(stream.doc_lengths, block_starts, shard_size)
     assert set(block_starts) <= set(bounds)
@@ -86,13 +90,14 @@ def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_block
     want = naive.naive_sums(stream.tokens, stream.doc_lengths, v, r, partner, block_starts, shift, seed)
     whole = range_sums(pieces, piece_blocks, n_blocks, v)
     assert_sums_equal(combine([whole]), want)
+    assert_sums_equal(combine([range_sums(pieces, piece_blocks, n_blocks, v, chunk=chunk)]), want)
     # The same from first-token ranges counted apart (as Dask tasks do) and combined.
     edges = np.unique(np.r_[0, np.sort(np.random.default_rng(r).integers(0, v + 1, 3)), v]) * v
     cut = [split(p, edges, v) for p in pieces]
     parts = [range_sums([c[q] for c in cut], piece_blocks, n_blocks, v) for q in range(len(edges) - 1)]
     assert_sums_equal(combine(parts), want)
     # The same from one table per block, each merged from its shards' pieces (as the Dask graph does).
-    merged = [merge([p for p, b in zip(pieces, piece_blocks) if b == g], v) for g in range(n_blocks)]
+    merged = [merge([p for p, b in zip(pieces, piece_blocks) if b == g], v, chunk) for g in range(n_blocks)]
     assert_sums_equal(combine([range_sums(merged, list(range(n_blocks)), n_blocks, v)]), want)
     point = range_sums(pieces, piece_blocks, n_blocks, v, jackknife=False)  # point only: no deltas
     npt.assert_array_equal(point.joint, whole.joint)
@@ -112,9 +117,10 @@ def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_block
     n_blocks=st.integers(2, 5),
     shard_size=st.integers(1, 60),
     part=st.one_of(st.none(), st.integers(1, 40)),
+    chunk=st.integers(1, 50),
 )
 def test_null_at_a_larger_offset_is_its_table_less_the_dropped_pairs(stream, r, further, n_blocks, shard_size,
-                                                                     part) -> None:
+                                                                     part, chunk) -> None:
     """The rotation null at r + further from its tables at r less those of the pairs r + further
     drops (taken out per block, as the Dask graph does): the sums and deltas of a recount."""
     block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
@@ -129,8 +135,9 @@ def test_null_at_a_larger_offset_is_its_table_less_the_dropped_pairs(stream, r, 
                                     part)
         held[g].append(table)
         dropped[g].append(drops)
-    tables = [merge(t, v) for t in held] + [merge(t, v) for t in dropped]
-    got = range_sums(tables, list(range(n_blocks)) * 2, n_blocks, v, taken_out=[False] * n_blocks + [True] * n_blocks)
+    tables = [merge(t, v, chunk) for t in held] + [merge(t, v, chunk) for t in dropped]
+    got = range_sums(tables, list(range(n_blocks)) * 2, n_blocks, v, taken_out=[False] * n_blocks + [True] * n_blocks,
+                     chunk=chunk)
     want = naive.naive_sums(stream.tokens, stream.doc_lengths, v, r + further, "rotate", block_starts, shift, 0)
     assert_sums_equal(combine([got]), want)
 
