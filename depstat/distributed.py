@@ -572,28 +572,36 @@ def _block_task(vocab: int, part: int | None, *inputs: list) -> list[CountTable]
     return [merge([_slot_table(x, s, part) for x in inputs], vocab) for s in range(n_slots)]
 
 
+@dataclass(frozen=True)
+class SweptParts:
+    """A swept range task's partial sums, one a slot, as one object: Dask would send a list's
+    items apart, and with them the blocks x vocab second-token counts they share once each."""
+
+    parts: list[PartialSums]
+
+
 def _range_task(
     n_blocks: int, vocab: int, jackknife: bool, first_marginal: bool, n_slots: int,
     picks: list[tuple[int, int | None] | None], *tables: CountTable | list,
-) -> PartialSums | list[PartialSums]:
+) -> PartialSums | SweptParts:
     """Worker task: one first-token range of a slot, from its table of every block, as partial
     sums; with ``n_slots`` > 1, of the rotation null at a batch's smallest offset and, after
-    it, of each larger offset, from the tables of the pairs it drops (``swept_range_sums``:
-    a list). ``picks`` gives, for an input that holds several slots' tables, the (slot,
-    range) to take (``_slot_table``); without ``first_marginal`` the first marginal's sums are NaN."""
+    it, of each larger offset, from the tables of the pairs it drops (``swept_range_sums``).
+    ``picks`` gives, for an input that holds several slots' tables, the (slot, range) to
+    take (``_slot_table``); without ``first_marginal`` the first marginal's sums are NaN."""
     chosen = [t if at is None else _slot_table(t, *at) for t, at in zip(tables, picks)]
     if n_slots == 1:
         return range_sums(chosen, list(range(n_blocks)), n_blocks, vocab, jackknife, first_marginal=first_marginal)
     per_slot = [chosen[k * n_blocks : (k + 1) * n_blocks] for k in range(n_slots)]
-    return swept_range_sums(per_slot[0], per_slot[1:], vocab, jackknife, first_marginal)
+    return SweptParts(swept_range_sums(per_slot[0], per_slot[1:], vocab, jackknife, first_marginal))
 
 
 def _combine_task(parts: list, n_slots: int, jackknife: bool) -> list[TableSums]:
     """Worker task: ``combine`` of the ranges' partial sums of one slot, or with ``n_slots`` > 1
-    of each slot's entry in the ranges' lists (``_range_task``): one TableSums a slot."""
+    of each slot's entry in the ranges' ``SweptParts`` (``_range_task``): one TableSums a slot."""
     if n_slots == 1:
         return [combine(parts, jackknife)]
-    return [combine([p[k] for p in parts], jackknife) for k in range(n_slots)]
+    return [combine([p.parts[k] for p in parts], jackknife) for k in range(n_slots)]
 
 
 def _spec_key(spec: list) -> str:

@@ -149,7 +149,10 @@ class PartialSums:
     """The sums of the cells whose first token lies in one range: they add up across ranges.
 
     The second-token marginal is not additive over first tokens, so its counts per block
-    (``second_counts[g, y]``) are kept and summed before its sums are taken.
+    (``second_counts[g, y]``) are kept and summed before its sums are taken, less the pairs
+    of ``second_taken`` (keys ``g * vocab + y``, counts): the rotation null's larger offsets
+    of one range share their smallest's ``second_counts`` and take out the pairs they drop,
+    instead of each holding a copy of blocks x vocab counts.
     """
 
     joint: np.ndarray
@@ -157,6 +160,7 @@ class PartialSums:
     joint_jk: np.ndarray
     first_jk: np.ndarray
     second_counts: np.ndarray
+    second_taken: CountTable | None = None
 
 
 def split(table: CountTable, key_edges: np.ndarray, vocab: int) -> list[CountTable]:
@@ -201,7 +205,7 @@ def _marginal_counts(n_blocks: int, vocab: int, first_marginal: bool) -> tuple[n
 
 def _partial(
     joint: np.ndarray, joint_jk: np.ndarray, first_blocks: np.ndarray, second_blocks: np.ndarray, jackknife: bool,
-    first_marginal: bool,
+    first_marginal: bool, second_taken: CountTable | None = None,
 ) -> PartialSums:
     """PartialSums from the joint sums and the per-block first- and second-token counts (the
     first marginal's sums NaN without ``first_marginal``)."""
@@ -209,13 +213,14 @@ def _partial(
     n_blocks = first_blocks.shape[0]
     if not first_marginal:
         return PartialSums(joint, np.full(kernels.N_SUMS, np.nan), joint_jk,
-                           np.full((n_blocks, kernels.N_SUMS), np.nan), second_blocks)
+                           np.full((n_blocks, kernels.N_SUMS), np.nan), second_blocks, second_taken)
     first = first_blocks.sum(axis=0)
     first_jk = np.zeros((n_blocks, kernels.N_SUMS))
     for g in range(n_blocks if jackknife else 0):
         hit = first_blocks[g] > 0
         first_jk[g] = kernels.count_deltas(first[hit], first_blocks[g][hit], sums_tables)
-    return PartialSums(joint, kernels.count_sums(first, sums_tables), joint_jk, first_jk, second_blocks)
+    return PartialSums(joint, kernels.count_sums(first, sums_tables), joint_jk, first_jk, second_blocks,
+                       second_taken)
 
 
 def swept_range_sums(
@@ -228,8 +233,10 @@ def swept_range_sums(
 
     ``kernels.swept_piece_sums`` sums the tables once and changes only the cells the
     dropped pairs touch, as the local engine's sweep does; the marginals lose the dropped
-    pairs' counts (the first's sums NaN without ``first_marginal``). The kernel takes the
-    tables end to end, ``chunk`` entries at a time (and the dropped pairs of the same first tokens).
+    pairs' counts (the first's sums NaN without ``first_marginal``); the larger offsets'
+    partial sums share the smallest's second-token counts and list the pairs they drop in
+    ``second_taken``. The kernel takes the tables end to end, ``chunk`` entries at a time
+    (and the dropped pairs of the same first tokens).
     """
     if any(len(group) != len(tables) for group in drops):
         raise ValueError("every larger offset needs one table of dropped pairs per block")
@@ -245,20 +252,23 @@ def swept_range_sums(
         joint_jk += deltas
     out = [_partial(joint[0], joint_jk[0], first, second, jackknife, first_marginal)]
     for k, group in enumerate(drops):
-        first_k, second_k = first.copy(), second.copy()
-        for g, t in enumerate(group):
-            x = t.keys // vocab
-            if first_marginal:
-                np.subtract.at(first_k[g], x, t.counts)
-            np.subtract.at(second_k[g], t.keys - x * vocab, t.counts)
-        out.append(_partial(joint[k + 1], joint_jk[k + 1], first_k, second_k, jackknife, first_marginal))
+        first_k = first.copy()  # n_blocks x 0 without the first marginal
+        for g, t in enumerate(group if first_marginal else []):
+            np.subtract.at(first_k[g], t.keys // vocab, t.counts)
+        empty = [np.zeros(0, np.int64)]
+        taken = CountTable(np.concatenate([g * vocab + t.keys % vocab for g, t in enumerate(group)] or empty),
+                           np.concatenate([t.counts for t in group] or empty))
+        out.append(_partial(joint[k + 1], joint_jk[k + 1], first_k, second, jackknife, first_marginal, taken))
     return out
 
 
 def combine(parts: Sequence[PartialSums], jackknife: bool = True) -> TableSums:
     """TableSums of the whole table from the partial sums of its first-token ranges."""
     sums_tables = kernels.SUM_TABLES
-    second_blocks = sum(p.second_counts for p in parts)
+    second_blocks = sum(p.second_counts for p in parts)  # a new array: second_counts may be shared
+    for p in parts:
+        if p.second_taken is not None:
+            np.subtract.at(second_blocks.reshape(-1), p.second_taken.keys, p.second_taken.counts)
     second = second_blocks.sum(axis=0)
     second_jk = np.zeros((second_blocks.shape[0], kernels.N_SUMS))
     for g in range(second_blocks.shape[0] if jackknife else 0):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -23,13 +24,14 @@ from depstat import cache as cache_module  # noqa: E402
 from depstat import distributed  # noqa: E402
 from depstat.cache import TokenCache  # noqa: E402
 from depstat.corpus import open_corpus  # noqa: E402
-from depstat.counting import PairCounter  # noqa: E402
+from depstat.counting import PARTNER_MODES, PairCounter, jackknife_blocks  # noqa: E402
 from depstat.distributed import (  # noqa: E402
     DaskCounter, WorkerEncoder, dask_client, graph_plan, graph_tasks, thread_memory,
 )
 from depstat.granularity import encode_stream, train_bpe  # noqa: E402
 from depstat.profile import mi_profile  # noqa: E402
 from depstat.stream import TokenStream  # noqa: E402
+from depstat.tables import shard_tables  # noqa: E402
 
 pytestmark = pytest.mark.slow
 FIELDS = ("joint", "first", "second", "joint_jk", "first_jk", "second_jk", "block_pairs")
@@ -204,6 +206,24 @@ def test_graph_plan_sizes_tasks_by_the_tables_they_hold() -> None:
     byte_graph = graph_tasks([-(-per_block // dense[0])] * 20, 8, 1, 3, dense[2])
     bpe_graph = graph_tasks([-(-per_block // distributed.SHARD_TOKENS)] * 20, 8, 16, 3)
     assert byte_graph < bpe_graph / 100
+
+
+def test_swept_range_task_sends_its_second_token_counts_once() -> None:
+    """A swept range task's result (the rotation null at 4 offsets) pickles, as Dask sends
+    it, to about one blocks x vocab array of second-token counts, not one an offset: the
+    larger offsets share the smallest's counts and list the pairs they drop."""
+    stream, n_blocks = stream_of(12, 5, vocab=5000), 4
+    block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
+    ends, vocab, mode = np.cumsum(stream.doc_lengths), stream.vocab_size, PARTNER_MODES["rotate"]
+    slots = [(1, mode, 0)] + [(1, mode, 0, upto) for upto in (2, 3, 4)]
+    per_block = [shard_tables(stream.tokens, lo, hi, ends, slots, stream.n_tokens // 2, vocab)
+                 for lo, hi in zip(block_starts[:-1], block_starts[1:])]
+    tables = [block[k] for k in range(len(slots)) for block in per_block]
+    result = distributed._range_task(n_blocks, vocab, True, False, len(slots), [None] * len(tables), *tables)
+    counts = result.parts[0].second_counts
+    assert all(p.second_counts is counts for p in result.parts)
+    assert counts.nbytes == n_blocks * vocab * 8
+    assert len(pickle.dumps(result, protocol=5)) < 1.5 * counts.nbytes
 
 
 def test_profile_table_equal_with_dask_counter(client, tmp_path: Path) -> None:
