@@ -102,6 +102,21 @@ def _dask():
 
 
 @contextmanager
+def failing_tasks(hint: str) -> Iterator[None]:
+    """Dask's KilledWorker (every worker that ran a task died: out of memory, most often, when
+    a nanny stops a worker near its memory limit) and a task's MemoryError, as a
+    DepstatError that names the task, with ``hint``: what to change."""
+    distributed = _dask()
+    try:
+        yield
+    except distributed.KilledWorker as err:
+        raise DepstatError(f"every Dask worker that ran task {err.task!r} died ({err.allowed_failures + 1} of them), "
+                           "most likely out of memory", hint=hint) from None
+    except MemoryError:
+        raise DepstatError("a Dask task ran out of memory", hint=hint) from None
+
+
+@contextmanager
 def dask_client(workers: int | None = None, scheduler: str | None = None) -> Iterator[object]:
     """A ``distributed.Client``: an embedded LocalCluster of ``workers`` processes, or ``scheduler``."""
     distributed = _dask()
@@ -204,7 +219,8 @@ class WorkerEncoder:
         pending: deque = deque()
         done: list[tuple[int, np.ndarray, dict]] = []
         n_bytes = 0
-        with bar(desc=f"encode {name} on workers", unit="doc") as progress:
+        with bar(desc=f"encode {name} on workers", unit="doc") as progress, failing_tasks(
+                "give the workers more memory a thread: a task encodes one shard of documents"):
             def collect() -> None:
                 result = pending.popleft().result()
                 done.append(result)
@@ -234,11 +250,12 @@ class WorkerEncoder:
         np.lib.format.open_memmap(path, mode="w+", dtype=token_dtype(vocab), shape=(int(sizes.sum()),))
         self.written.append(path)
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        self.client.gather([
-            self.client.submit(_copy_part, str(run / f"{i:08d}.npy"), str(path), int(start),
-                               key=f"depstat-gather-{run.name}-{i}")
-            for i, start in enumerate(starts)
-        ])
+        with failing_tasks("give the workers more memory a thread: a task copies one shard's tokens"):
+            self.client.gather([
+                self.client.submit(_copy_part, str(run / f"{i:08d}.npy"), str(path), int(start),
+                                   key=f"depstat-gather-{run.name}-{i}")
+                for i, start in enumerate(starts)
+            ])
         shutil.rmtree(run, ignore_errors=True)
         return TokenStream(name, np.load(path, mmap_mode="r"), lengths, vocab, n_bytes, source_file=path)
 
@@ -349,11 +366,17 @@ class DaskCounter:
             futures.append(self.client.submit(
                 _shard_entries, str(self.path), lo, hi, self._doc_ends_of(lo, hi), spec, self.shift, vocab,
                 key=f"depstat-probe-{i}-{self.path.stem}-{_spec_key(spec)}"))
-        self.entries = max(n / (int(self.bounds[i + 1]) - int(self.bounds[i]))
-                           for i, n in zip(picks, self.client.gather(futures)))
+        with failing_tasks(self._memory_hint()):
+            held = self.client.gather(futures)
+        self.entries = max(n / (int(self.bounds[i + 1]) - int(self.bounds[i])) for i, n in zip(picks, held))
         self.shard_tokens = graph_plan(self.stream.n_tokens, vocab, None, self.threads, self.thread_memory,
                                        self.entries)[0]
         self._cut(self.shard_tokens)
+
+    def _memory_hint(self) -> str:
+        """What to change when the workers run out of memory: the shard size, or their memory."""
+        return (f"pass a smaller --shard-tokens (this run: {int(self.shard_tokens):,} positions a shard), or give "
+                "the workers more memory a thread; docs/scale.md says what each task holds")
 
     def _doc_ends_of(self, lo: int, hi: int) -> np.ndarray:
         """The ends of the documents overlapping positions lo:hi."""
@@ -443,7 +466,9 @@ class DaskCounter:
             futures.append(submit(_combine_task, parts, len(group), jackknife, key=f"combine-{s}"))
             owners.append(group)
         results = {}
-        for group, result in zip(owners, self.client.gather(futures)):
+        with failing_tasks(self._memory_hint()):
+            gathered = self.client.gather(futures)
+        for group, result in zip(owners, gathered):
             results.update(zip(group, result))
         return {(p, r): results[i] for i, (r, _, p) in enumerate(slots)}
 

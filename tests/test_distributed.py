@@ -28,6 +28,7 @@ from depstat.counting import PARTNER_MODES, PairCounter, jackknife_blocks  # noq
 from depstat.distributed import (  # noqa: E402
     DaskCounter, WorkerEncoder, dask_client, graph_plan, graph_tasks, thread_memory,
 )
+from depstat.errors import DepstatError  # noqa: E402
 from depstat.granularity import encode_stream, train_bpe  # noqa: E402
 from depstat.profile import mi_profile  # noqa: E402
 from depstat.stream import TokenStream  # noqa: E402
@@ -265,6 +266,39 @@ def test_killed_worker_changes_nothing(client, tmp_path: Path) -> None:
     assert not run.is_alive()
     assert_close(box["got"], want)
     assert victim not in client.run(os.getpid).values()  # the nanny started a new process
+
+
+def test_workers_dying_on_a_task_end_the_run_with_a_clear_error(tmp_path: Path) -> None:
+    """Workers that keep dying on a task (out of memory: a nanny stops a worker near its
+    limit) end the run with a DepstatError that names the task and ``--shard-tokens``, not
+    Dask's KilledWorker. Here, on a cluster that allows no failures, a worker is killed
+    while it runs shard tasks."""
+    import dask
+
+    stream = stream_of(400, 2)
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), dask_client(workers=2) as c:
+        counter = DaskCounter(stream, c, n_blocks=10, shard_tokens=2_000, shared_dir=tmp_path)
+        box: dict = {}
+
+        def run() -> None:
+            try:
+                counter.sums_at([1, 9, 200], ("real", "rotate"))
+            except Exception as err:  # what the run raised, for the assertions below
+                box["error"] = err
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 60
+        busy: list = []
+        while not busy and time.monotonic() < deadline:
+            busy = [worker for worker, tasks in c.processing().items() if tasks]
+            time.sleep(0.005)
+        os.kill(c.run(os.getpid)[busy[0]], signal.SIGKILL)
+        thread.join(timeout=240)
+    assert not thread.is_alive()
+    error = box.get("error")
+    assert isinstance(error, DepstatError), repr(error)
+    assert "died" in str(error) and "'depstat-" in str(error) and "--shard-tokens (this run: 2,000" in str(error)
 
 
 def test_worker_encoding_equals_local(client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
