@@ -208,8 +208,8 @@ def range_task_memory(stream: TokenStream, home: Path, batch: list[int]) -> list
                 peak = json.loads(done.stdout.strip().splitlines()[-1])
                 rows[name] += [f"{peak:.1f}", f"{peak / mib[name]:.2f}"]
     return [f"memory of the last batch's calls ({batch[-1]} for the real pairs), each alone in a fresh process holding "
-            "the tables: peak resident MiB above that (VmHWM), and over the tables' MiB; head's whole (one "
-            f"first-token range: the tables are under tables.CHUNK_ENTRIES) and in {PROBE_CHUNKS}",
+            "the tables: peak resident MiB above that (VmHWM), and over the tables' MiB; head's in its default parts "
+            f"(of at most tables.CHUNK_ENTRIES = {tables.CHUNK_ENTRIES:,} entries) and in {PROBE_CHUNKS}",
             format_table(["call", "tables MiB", "head MiB", "/ tables", f"head in {PROBE_CHUNKS} MiB", "/ tables",
                           "base MiB", "/ tables"], list(rows.values()))]
 

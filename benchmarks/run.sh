@@ -2,11 +2,12 @@
 # Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask,graph,null_sweep}.txt.
 # Usage: benchmarks/run.sh [--quick]
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
-# ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but versions and range_tasks).
+# ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but the comparisons below).
 # ONLY=versions BASE=REV compares this checkout's default profile with revision REV's in one
 # process ($OUT/versions.txt; BASE defaults to HEAD~1); ONLY=range_tasks BASE=REV the same for
 # the Dask engine's range tasks ($OUT/range_tasks.txt), ONLY=shard_tasks BASE=REV for its shard
-# tasks, of 4M-position shards ($OUT/shard_tasks.txt).
+# tasks, of 4M-position shards ($OUT/shard_tasks.txt); ONLY=range_tasks_12m BASE=REV the range
+# tasks' comparison on 12M tokens of BPE, whose tables exceed a part (tables.CHUNK_ENTRIES).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -49,7 +50,7 @@ header() {
 run() {
     local name=$1
     shift
-    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks|shard_tasks)$ ]]; then
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks|range_tasks_12m|shard_tasks)$ ]]; then
         return
     fi
     echo "== $name" >&2
@@ -68,4 +69,6 @@ run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
 run range_tasks "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}" --range-tasks
 run shard_tasks "$PYTHON" benchmarks/bench_versions.py --shard-tasks --tokens 4194304 --rounds 5 "${versions_args[@]}"
+run range_tasks_12m "$PYTHON" benchmarks/bench_versions.py --range-tasks --tokens 12000000 --streams bpe-8k,bpe-32k \
+    --rounds 5 "${versions_args[@]}"
 echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask graph null_sweep} into $OUT" >&2

@@ -568,7 +568,7 @@ def _count_shard(
 ) -> list[list[CountTable]]:
     """Worker task: the tables of one shard, per slot and first-token range (memory-mapped stream)."""
     tokens = np.load(path, mmap_mode="r")
-    return [split(t, key_edges, vocab) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)]
+    return [split(t, key_edges) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)]
 
 
 def _shard_entries(

@@ -22,6 +22,7 @@ from depstat.estimators import TableSums
 # the memory of a task that holds gigabytes at 10^11 tokens (docs/scale.md).
 CHUNK_ENTRIES = 1 << 22
 
+
 @dataclass(frozen=True)
 class CountTable:
     """Pair counts of one slot: ``keys = x * vocab + y`` (grouped by x, ascending; each cell once) and ``counts``."""
@@ -163,7 +164,7 @@ class PartialSums:
     second_taken: CountTable | None = None
 
 
-def split(table: CountTable, key_edges: np.ndarray, vocab: int) -> list[CountTable]:
+def split(table: CountTable, key_edges: np.ndarray) -> list[CountTable]:
     """The table cut into first-token ranges: ``key_edges`` are ``x * vocab`` boundaries from 0 to vocab^2."""
     cuts = _cuts(table.keys, key_edges)
     return [CountTable(table.keys[a:b], table.counts[a:b]) for a, b in zip(cuts[:-1], cuts[1:])]

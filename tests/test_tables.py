@@ -40,7 +40,7 @@ def test_swept_null_equals_a_recount_at_each_offset(stream, r, further, n_blocks
     per_block = [shard_tables(stream.tokens, lo, hi, ends, slots, shift, v) for lo, hi in
                  zip(block_starts[:-1], block_starts[1:])]
     edges = np.unique(np.linspace(0, v, n_ranges + 1).astype(np.int64)) * v
-    cut = [[split(t, edges, v) for t in block] for block in per_block]  # [block][slot][range]
+    cut = [[split(t, edges) for t in block] for block in per_block]  # [block][slot][range]
     parts = [swept_range_sums([cut[g][0][q] for g in range(n_blocks)],
                               [[cut[g][k][q] for g in range(n_blocks)] for k in range(1, len(slots))], v,
                               chunk=chunk)
@@ -93,7 +93,7 @@ def test_sharded_tables_summed_per_range_match_naive(stream, r, partner, n_block
     assert_sums_equal(combine([range_sums(pieces, piece_blocks, n_blocks, v, chunk=chunk)]), want)
     # The same from first-token ranges counted apart (as Dask tasks do) and combined.
     edges = np.unique(np.r_[0, np.sort(np.random.default_rng(r).integers(0, v + 1, 3)), v]) * v
-    cut = [split(p, edges, v) for p in pieces]
+    cut = [split(p, edges) for p in pieces]
     parts = [range_sums([c[q] for c in cut], piece_blocks, n_blocks, v) for q in range(len(edges) - 1)]
     assert_sums_equal(combine(parts), want)
     # The same from one table per block, each merged from its shards' pieces (as the Dask graph does).
