@@ -9,7 +9,7 @@ estimator applies unchanged. Memory is that of the tables: at most one entry per
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,9 +101,10 @@ def merge(tables: Sequence[CountTable], vocab: int, chunk: int = CHUNK_ENTRIES) 
         return tables[0]
     n = sum(len(t.keys) for t in tables)
     keys, counts = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)  # only the pages written are resident
-    m = 0
-    for part in _chunks(tables, _edges(tables, vocab, chunk)):
-        m = kernels.merge_pieces(*part, vocab, keys, counts, m)
+    m, edges = 0, _edges(tables, vocab, chunk)
+    cuts = _cuts_of(tables, edges)
+    for c in range(len(edges) + 1):
+        m = kernels.merge_pieces(*_chunk(tables, cuts, c), vocab, keys, counts, m)
     return CountTable(keys[:m], counts[:m])
 
 
@@ -127,22 +128,24 @@ def _edges(tables: Sequence[CountTable], vocab: int, chunk: int) -> np.ndarray:
     return np.unique(widest[len(widest) * np.arange(1, n) // n] // vocab) * vocab
 
 
-def _chunks(
-    tables: Sequence[CountTable], key_edges: np.ndarray, signs: Sequence[int] | None = None,
-) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """For each first-token range between ``key_edges`` (one more than the edges, whatever
-    the tables), the tables' entries there end to end, counts times ``signs`` (one a table),
-    and where each table's part starts (and the last ends)."""
-    cuts = [np.r_[0, _cuts(t.keys, key_edges), len(t.keys)] for t in tables]
+def _cuts_of(tables: Sequence[CountTable], key_edges: np.ndarray) -> list[np.ndarray]:
+    """Where each table's first-token ranges between ``key_edges`` start (and the last ends)."""
+    return [np.r_[0, _cuts(t.keys, key_edges), len(t.keys)] for t in tables]
+
+
+def _chunk(
+    tables: Sequence[CountTable], cuts: list[np.ndarray], c: int, signs: Sequence[int] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The tables' entries of first-token range c (``_cuts_of``) end to end, counts times
+    ``signs`` (one a table), and where each table's part starts (and the last ends). Callers
+    pass it straight to a kernel, so that no range's copy outlives its call."""
+    if not tables:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
     signs = [1] * len(tables) if signs is None else signs
-    for c in range(len(key_edges) + 1):
-        if not tables:
-            yield np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
-            continue
-        keys = np.concatenate([t.keys[cut[c]:cut[c + 1]] for t, cut in zip(tables, cuts)])
-        counts = np.concatenate([t.counts[cut[c]:cut[c + 1]] * sign if sign != 1 else t.counts[cut[c]:cut[c + 1]]
-                                 for t, cut, sign in zip(tables, cuts, signs)])
-        yield keys, counts, np.r_[0, np.cumsum([cut[c + 1] - cut[c] for cut in cuts])].astype(np.int64)
+    return (np.concatenate([t.keys[cut[c]:cut[c + 1]] for t, cut in zip(tables, cuts)]),
+            np.concatenate([t.counts[cut[c]:cut[c + 1]] * sign if sign != 1 else t.counts[cut[c]:cut[c + 1]]
+                            for t, cut, sign in zip(tables, cuts, signs)]),
+            np.r_[0, np.cumsum([cut[c + 1] - cut[c] for cut in cuts])].astype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -190,9 +193,11 @@ def range_sums(
     chosen, signs, blocks = [pieces[i] for i in order], np.where(out[order], -1, 1), blocks[order]
     first, second = _marginal_counts(n_blocks, vocab, first_marginal)
     joint, joint_jk = np.zeros(kernels.N_SUMS), np.zeros((n_blocks, kernels.N_SUMS))
-    for keys, counts, starts in _chunks(chosen, _edges(chosen, vocab, chunk), signs):
-        sums, deltas = kernels.piece_sums(keys, counts, starts, blocks, n_blocks, vocab, kernels.SUM_TABLES,
-                                          jackknife, first, second)
+    edges = _edges(chosen, vocab, chunk)
+    cuts = _cuts_of(chosen, edges)
+    for c in range(len(edges) + 1):
+        sums, deltas = kernels.piece_sums(*_chunk(chosen, cuts, c, signs), blocks, n_blocks, vocab,
+                                          kernels.SUM_TABLES, jackknife, first, second)
         joint += sums
         joint_jk += deltas
     return _partial(joint, joint_jk, first, second, jackknife, first_marginal)
@@ -245,10 +250,11 @@ def swept_range_sums(
     first, second = _marginal_counts(n_blocks, vocab, first_marginal)
     joint, joint_jk = np.zeros((len(drops) + 1, kernels.N_SUMS)), np.zeros((len(drops) + 1, n_blocks, kernels.N_SUMS))
     edges = _edges(tables, vocab, chunk)
-    for (keys, counts, starts), (dkeys, dcounts, dstarts) in zip(
-            _chunks(tables, edges), _chunks([t for group in drops for t in group], edges)):
-        sums, deltas = kernels.swept_piece_sums(keys, counts, starts, dkeys, dcounts, dstarts, len(drops), vocab,
-                                                kernels.SUM_TABLES, jackknife, first, second)
+    dropped = [t for group in drops for t in group]
+    cuts, dcuts = _cuts_of(tables, edges), _cuts_of(dropped, edges)
+    for c in range(len(edges) + 1):
+        sums, deltas = kernels.swept_piece_sums(*_chunk(tables, cuts, c), *_chunk(dropped, dcuts, c), len(drops),
+                                                vocab, kernels.SUM_TABLES, jackknife, first, second)
         joint += sums
         joint_jk += deltas
     out = [_partial(joint[0], joint_jk[0], first, second, jackknife, first_marginal)]
