@@ -130,8 +130,10 @@ def dask_client(workers: int | None = None, scheduler: str | None = None) -> Ite
         return
     if workers is None or workers < 1:
         raise DepstatError(f"--workers must be at least 1, got {workers}")
+    # dashboard_address None still serves the scheduler's HTTP routes on 8787; ":0" takes any
+    # free port, so that two runs on one machine (or a user's own cluster) do not collide
     with distributed.LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
         host="127.0.0.1",
     ) as cluster, distributed.Client(cluster) as client:
         yield client

@@ -173,7 +173,7 @@ def test_thread_memory_is_a_workers_limit_over_its_threads(limit: int | str, wan
     (0) leaves it unknown, and BPE shards then keep SHARD_TOKENS."""
     dask_distributed = pytest.importorskip("distributed")
     cluster = dask_distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, memory_limit=limit,
-                                            dashboard_address=":0")  # any free port: the module's cluster has 8787
+                                            dashboard_address=":0")  # any free port, as dask_client's
     with cluster, dask_distributed.Client(cluster) as c:
         assert thread_memory(c) == want
         assert graph_plan(10**11, 8192, threads=64, memory=thread_memory(c))[0] == distributed.SHARD_TOKENS
