@@ -128,13 +128,19 @@ def _edges(tables: Sequence[CountTable], vocab: int, chunk: int) -> np.ndarray:
     return np.unique(widest[len(widest) * np.arange(1, n) // n] // vocab) * vocab
 
 
-def _cuts_of(tables: Sequence[CountTable], key_edges: np.ndarray) -> list[np.ndarray]:
-    """Where each table's first-token ranges between ``key_edges`` start (and the last ends)."""
-    return [np.r_[0, _cuts(t.keys, key_edges), len(t.keys)] for t in tables]
+def _cuts_of(tables: Sequence[CountTable], key_edges: np.ndarray) -> np.ndarray:
+    """Where each table's first-token ranges between ``key_edges`` start (and the last ends):
+    row i for table i. Built without a small array per table: a merge of small tables is
+    called thousands of times."""
+    cuts = np.zeros((len(tables), len(key_edges) + 2), dtype=np.int64)
+    cuts[:, -1] = [len(t.keys) for t in tables]
+    for i, t in enumerate(tables if len(key_edges) else []):
+        cuts[i, 1:-1] = _cuts(t.keys, key_edges)
+    return cuts
 
 
 def _chunk(
-    tables: Sequence[CountTable], cuts: list[np.ndarray], c: int, signs: Sequence[int] | None = None,
+    tables: Sequence[CountTable], cuts: np.ndarray, c: int, signs: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The tables' entries of first-token range c (``_cuts_of``) end to end, counts times
     ``signs`` (one a table), and where each table's part starts (and the last ends). Callers
@@ -142,10 +148,13 @@ def _chunk(
     if not tables:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
     signs = [1] * len(tables) if signs is None else signs
-    return (np.concatenate([t.keys[cut[c]:cut[c + 1]] for t, cut in zip(tables, cuts)]),
-            np.concatenate([t.counts[cut[c]:cut[c + 1]] * sign if sign != 1 else t.counts[cut[c]:cut[c + 1]]
-                            for t, cut, sign in zip(tables, cuts, signs)]),
-            np.r_[0, np.cumsum([cut[c + 1] - cut[c] for cut in cuts])].astype(np.int64))
+    lo, hi = cuts[:, c], cuts[:, c + 1]
+    starts = np.zeros(len(tables) + 1, dtype=np.int64)
+    np.cumsum(hi - lo, out=starts[1:])
+    return (np.concatenate([t.keys[a:b] for t, a, b in zip(tables, lo, hi)]),
+            np.concatenate([t.counts[a:b] * sign if sign != 1 else t.counts[a:b]
+                            for t, a, b, sign in zip(tables, lo, hi, signs)]),
+            starts)
 
 
 @dataclass(frozen=True)
