@@ -33,8 +33,14 @@ of the whole stream as one shard (as large as ``--tokens``: the engine's shards 
 null, 8 slots: ``distributed.batch_spec``). Printed then is whether every table holds the
 same cells and counts at both versions.
 
+With ``--graph-tasks`` the rest of a profile's Dask graph is timed instead, as
+``bench_dask.py`` runs it but in one process: every batch of the default grid counted once
+by head's shard tasks (20 blocks of GRAPH_SHARDS_PER_BLOCK shards, one first-token range),
+then each version's block tasks (merging each block's shards), range tasks and combine
+tasks on them (``distributed._block_task``, ``_range_task``, ``_combine_task``).
+
 Run: ``python benchmarks/bench_versions.py --base REV [--tokens N] [--streams bytes,words] [--rounds K]
-[--range-tasks | --shard-tasks]``.
+[--range-tasks | --shard-tasks | --graph-tasks]``.
 """
 
 from __future__ import annotations
@@ -214,6 +220,53 @@ def range_task_memory(stream: TokenStream, home: Path, batch: list[int]) -> list
                           "base MiB", "/ tables"], list(rows.values()))]
 
 
+GRAPH_SHARDS_PER_BLOCK = 4  # as bench_dask.py's "four shards a block": each block's tables merged
+
+
+def graph_task_calls(stream: TokenStream, base_distributed, offsets: np.ndarray):
+    """(head, base) calls that run a profile's block, range and combine tasks on shard results
+    counted once by head, the fields compared, and the batches."""
+    from depstat import distributed
+
+    v, ends, shift = int(stream.vocab_size), np.cumsum(stream.doc_lengths), max(stream.n_tokens // 2, 1)
+    starts, _ = jackknife_blocks(stream.doc_lengths, 20)
+    n_blocks = len(starts) - 1
+    bounds = distributed.shards(stream.doc_lengths, starts, max(1, stream.n_tokens // (n_blocks * GRAPH_SHARDS_PER_BLOCK)))
+    shard_block = np.searchsorted(starts, bounds[:-1], side="right") - 1
+    edges = np.array([0, v * v], dtype=np.int64)  # one first-token range, as at these sizes
+    batches = [[int(r) for r in offsets[i:i + 4]] for i in range(0, len(offsets), 4)]
+    counted = []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "tokens.npy"
+        np.save(path, stream.tokens)
+        for batch in batches:
+            slots, spec, base_of = batch_spec(batch, ("real", "rotate"), 0)
+            shards = [distributed._count_shard(str(path), int(lo), int(hi), ends[np.searchsorted(ends, lo, side="right"):
+                                               np.searchsorted(ends, hi) + 1], spec, shift, v, edges)
+                      for lo, hi in zip(bounds[:-1], bounds[1:])]
+            counted.append((slots, base_of, shards))
+    lean = not estimators.needs_first_marginal(DEFAULT)
+
+    def run(mod) -> list:
+        out = []
+        for slots, base_of, shards in counted:
+            top = []
+            for g in range(n_blocks):
+                ins = [shards[i] for i in np.flatnonzero(shard_block == g)]
+                top.append(mod._block_task(v, 0, *ins) if len(ins) > 1 else [t[0] for t in ins[0]])
+            swept = {s: [s] + sorted((i for i in base_of if base_of[i] == s), key=lambda i: slots[i][0])
+                     for s in set(base_of.values())}
+            for s in (s for s in range(len(slots)) if s not in base_of):
+                group = swept.get(s, [s])
+                tables = [top[g][i] for i in group for g in range(n_blocks)]
+                part = mod._range_task(n_blocks, v, True, not lean, len(group), [None] * len(tables), *tables)
+                out += mod._combine_task([part], len(group), True)
+        return out
+
+    fields = ("joint", "second", "joint_jk", "second_jk") + (() if lean else ("first", "first_jk"))
+    return (lambda: run(distributed), lambda: run(base_distributed)), fields, batches
+
+
 def tables_equal(head: list, base: list) -> bool:
     """Whether each pair of tables holds the same cells with the same counts (in any order within a first token)."""
     def cells(t):
@@ -246,7 +299,8 @@ def largest_difference(head, base) -> str:
 def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray, rounds: int,
             base_tables=None, tasks: str = "range") -> list[str]:
     """Lines of the report for one stream: both versions timed, alternating, and compared
-    (with ``base_tables``, the ``tasks`` "range" or "shard" of the grid's first and last batch)."""
+    (with ``base_tables``, the ``tasks`` "range" or "shard" of the grid's first and last batch,
+    or "graph" of every batch, ``base_tables`` then the base's ``distributed``)."""
     if base_tables is None:
         twin = base_stream_type(stream.name, stream.tokens, stream.doc_lengths, stream.vocab_size)
         calls = {
@@ -256,7 +310,9 @@ def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray,
         batches = [[int(r) for r in offsets]]
     else:
         batches = [[int(r) for r in offsets[:4]], [int(r) for r in offsets[-4:]]]
-        if tasks == "shard":
+        if tasks == "graph":
+            (head_call, base_call), fields, batches = graph_task_calls(stream, base_tables, offsets)
+        elif tasks == "shard":
             head_call, base_call = shard_task_calls(stream, base_tables, batches)
         else:
             (head_call, base_call), fields = range_task_calls(stream, base_tables, batches)
@@ -306,6 +362,8 @@ def main() -> None:
                        help="time the Dask engine's range tasks (range_sums, swept_range_sums) instead of the profile")
     tasks.add_argument("--shard-tasks", action="store_true",
                        help="time the Dask engine's shard tasks (shard_tables of the stream as one shard) instead")
+    tasks.add_argument("--graph-tasks", action="store_true",
+                       help="time the Dask engine's block, range and combine tasks of a whole profile instead")
     args = parser.parse_args()
     names = [n.strip() for n in args.streams.split(",") if n.strip()]
     unknown = sorted(set(names) - set(STREAMS))
@@ -313,8 +371,9 @@ def main() -> None:
         parser.error(f"--streams takes {', '.join(STREAMS)}; got {', '.join(unknown) or 'none'}")
     sha, home = export_base(args.base)
     base_mi, base_stream_type = base_profile(home)
-    base_tables = importlib.import_module("depstat_base.tables") if args.range_tasks or args.shard_tasks else None
-    kind = "shard" if args.shard_tasks else "range"
+    base_tables = (importlib.import_module("depstat_base.distributed" if args.graph_tasks else "depstat_base.tables")
+                   if args.range_tasks or args.shard_tasks or args.graph_tasks else None)
+    kind = "shard" if args.shard_tasks else "graph" if args.graph_tasks else "range"
     offsets = offset_grid(MAX_OFFSET, N_OFFSETS)
     print(machine_line())
     print(f"base: {args.base} = {sha[:12]}, exported to {home} as depstat_base; head: the depstat imported "
@@ -324,6 +383,11 @@ def main() -> None:
               f"{offsets[-4:].tolist()}), 20 blocks of one shard; real pairs' range_sums at each offset, the "
               f"rotation null's swept_range_sums a batch, each combined, as {DEFAULT} asks; {args.rounds} rounds "
               "per version, the order alternating; Mpairs/s = real pairs of the 8 offsets / seconds")
+    elif args.graph_tasks:
+        print(f"graph tasks: every batch of the default grid ({len(offsets)} offsets, 4 a batch), real pairs and the "
+              f"rotation null, counted once by head's shard tasks in 20 blocks of {GRAPH_SHARDS_PER_BLOCK} shards; "
+              f"each version's block, range and combine tasks on them, as {DEFAULT} asks; {args.rounds} rounds per "
+              "version, the order alternating; Mpairs/s = real pairs of all offsets / seconds")
     elif args.shard_tasks:
         print(f"shard tasks: the default grid's first and last batch ({offsets[:4].tolist()}, "
               f"{offsets[-4:].tolist()}), real pairs and the rotation null (8 slots a batch), the stream as one "

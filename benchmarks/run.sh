@@ -7,7 +7,9 @@
 # process ($OUT/versions.txt; BASE defaults to HEAD~1); ONLY=range_tasks BASE=REV the same for
 # the Dask engine's range tasks ($OUT/range_tasks.txt), ONLY=shard_tasks BASE=REV for its shard
 # tasks, of 4M-position shards ($OUT/shard_tasks.txt); ONLY=range_tasks_12m BASE=REV the range
-# tasks' comparison on 12M tokens of BPE, whose tables exceed a part (tables.CHUNK_ENTRIES).
+# tasks' comparison on 12M tokens of BPE, whose tables exceed a part (tables.CHUNK_ENTRIES);
+# ONLY=graph_tasks BASE=REV a profile's block, range and combine tasks as bench_dask.py's graph
+# has them (2M tokens, 20 blocks of 4 shards), in one process ($OUT/graph_tasks.txt).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -50,7 +52,7 @@ header() {
 run() {
     local name=$1
     shift
-    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks|range_tasks_12m|shard_tasks)$ ]]; then
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks|range_tasks_12m|shard_tasks|graph_tasks)$ ]]; then
         return
     fi
     echo "== $name" >&2
@@ -70,5 +72,7 @@ run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
 run range_tasks "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}" --range-tasks
 run shard_tasks "$PYTHON" benchmarks/bench_versions.py --shard-tasks --tokens 4194304 --rounds 5 "${versions_args[@]}"
 run range_tasks_12m "$PYTHON" benchmarks/bench_versions.py --range-tasks --tokens 12000000 --streams bpe-8k,bpe-32k \
+    --rounds 5 "${versions_args[@]}"
+run graph_tasks "$PYTHON" benchmarks/bench_versions.py --graph-tasks --tokens 2000000 --streams bpe-8k,bpe-32k \
     --rounds 5 "${versions_args[@]}"
 echo "wrote ${ONLY:-speed phases phases_1m accuracy analysis end_to_end dask graph null_sweep} into $OUT" >&2
