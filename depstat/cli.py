@@ -93,7 +93,8 @@ def corpus_options() -> argparse.ArgumentParser:
         "thread and, for vocabularies over 256, as keeps a batch's tables within a quarter of a worker thread's "
         "memory, at one entry a pair or, where that binds, at twice the entries a position of 4 shards counted "
         "first; K, M, G suffixes are powers of 1024): larger shards "
-        "mean fewer tasks for the scheduler and more memory a task (see docs/scale.md)",
+        "mean fewer tasks for the scheduler and more memory a task; if workers die on a task (out of memory), "
+        "the run stops and names it: pass a smaller N (see docs/scale.md)",
     )
     return p
 
