@@ -155,7 +155,11 @@ class PairCounter:
         counts = kernels.token_counts(tok, int(stream.vocab_size))  # TokenStream checked the range
         by_count = np.argsort(-counts, kind="stable")
         self.vocab = max(int(np.count_nonzero(counts)), 1)
-        rank = np.empty(len(counts), dtype=np.min_scalar_type(self.vocab - 1))
+        self.dense = self.vocab <= DENSE_MAX_VOCAB if dense is None else dense
+        # The partitioned kernels take 16- or 32-bit tokens, as BPE and word vocabularies need:
+        # forced onto a small vocabulary (tests), they run the same compiled code, not one more.
+        id_type = np.min_scalar_type(self.vocab - 1)
+        rank = np.empty(len(counts), dtype=id_type if self.dense else np.promote_types(id_type, np.uint16))
         rank[by_count[: self.vocab]] = np.arange(self.vocab)
         rank[by_count[self.vocab :]] = 0  # tokens that never occur
         # with a memory cap the relabelled copy, like the pair buffers, is not held by the process
@@ -170,7 +174,6 @@ class PairCounter:
         self.n_blocks = len(self.block_starts) - 1
         self.shift = max(n // 2, 1)
         self.seed = seed
-        self.dense = self.vocab <= DENSE_MAX_VOCAB if dense is None else dense
         self._kept: tuple[np.ndarray, ...] | None = None
         if self.dense:
             return

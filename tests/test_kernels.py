@@ -146,10 +146,11 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
     """Every (offset, partner) slot equals its twin: dense tables, partitions (every partner
     process of an offset in one pass, in any order) and the rotation null's sweep over all
     the offsets, the last two split over any number of workers, with the relabelled tokens
-    and partners in 32-bit integers (used above 65,536 tokens in use) or the smallest type."""
+    and partners in 32-bit integers (used above 65,535 tokens in use) or 16-bit ones."""
     counter = PairCounter(stream, n_blocks=3, seed=1, dense=dense, part_tokens=part_tokens)
-    if wide:
-        counter.tokens = counter.tokens.astype(np.int32)
+    if wide and not dense:  # as above 65,535 tokens in use
+        counter.tokens = counter.tokens.astype(np.uint32)
+        counter.partner_dtype = np.dtype(np.uint32)
     many = counter.sums_at(offsets, partners)
     for r in set(offsets):
         for p in partners:
@@ -226,7 +227,7 @@ def test_partner_moves_follow_the_second_marginal(
     twin's."""
     block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
     doc_ends = np.cumsum(stream.doc_lengths)
-    tokens = stream.tokens.astype(np.int32)
+    tokens = stream.tokens.astype(np.uint16)  # the partitioned kernels' tokens
     rows = np.zeros((len(block_starts) - 1, stream.vocab_size), dtype=np.int32)
     sums, deltas = np.zeros(3), np.zeros((len(rows), 3))
     before, pairs = -1, np.zeros(len(rows), dtype=np.int64)
