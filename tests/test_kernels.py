@@ -442,7 +442,9 @@ def test_offsets_are_batched_to_fit_the_cache(monkeypatch: pytest.MonkeyPatch) -
     small = PairCounter(TokenStream("s", rng.integers(0, 200, 5000), [5000], 256))
     large = PairCounter(TokenStream("l", rng.integers(0, 8000, 50_000), [50_000], 8000))
     offsets = list(range(1, 30))
-    assert small.dense and small.vocab == 200
+    assert small.dense and small.vocab == 200 and small.tokens.dtype == np.uint8
+    # the partitioned kernels are compiled for 16- and 32-bit tokens only, even when forced onto bytes
+    assert PairCounter(small.stream, dense=False).tokens.dtype == np.uint16
     cut = small.batches(reversed(offsets), 2)
     assert [r for b in cut for r in b] == offsets and len(cut) > 1
     assert max(len(b) for b in cut) * 2 * 200 * 200 * 4 <= counting.DENSE_BATCH_BYTES
