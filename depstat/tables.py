@@ -134,8 +134,9 @@ def _cuts_of(tables: Sequence[CountTable], key_edges: np.ndarray) -> np.ndarray:
     called thousands of times."""
     cuts = np.zeros((len(tables), len(key_edges) + 2), dtype=np.int64)
     cuts[:, -1] = [len(t.keys) for t in tables]
-    for i, t in enumerate(tables if len(key_edges) else []):
-        cuts[i, 1:-1] = _cuts(t.keys, key_edges)
+    if len(key_edges):  # a table of one part (the usual case) has no inner cuts to search for
+        for i, t in enumerate(tables):
+            cuts[i, 1:-1] = _cuts(t.keys, key_edges)
     return cuts
 
 
