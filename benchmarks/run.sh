@@ -10,6 +10,8 @@
 # tasks' comparison on 12M tokens of BPE, whose tables exceed a part (tables.CHUNK_ENTRIES);
 # ONLY=graph_tasks BASE=REV a profile's block, range and combine tasks as bench_dask.py's graph
 # has them (2M tokens, 20 blocks of 4 shards), in one process ($OUT/graph_tasks.txt).
+# ONLY=large_shards times the Dask engine's shard and merge tasks at the shard size a 10^11-token
+# BPE profile plans, on the Linux kernel's C sources (Debian's linux-source-6.1; about 40 minutes).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -52,7 +54,7 @@ header() {
 run() {
     local name=$1
     shift
-    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks|range_tasks_12m|shard_tasks|graph_tasks)$ ]]; then
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks|range_tasks_12m|shard_tasks|graph_tasks|large_shards)$ ]]; then
         return
     fi
     echo "== $name" >&2
@@ -68,6 +70,7 @@ run end_to_end "$PYTHON" benchmarks/bench_end_to_end.py "${end_to_end_args[@]}"
 run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
 run graph "$PYTHON" benchmarks/bench_graph.py
 run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
+run large_shards "$PYTHON" benchmarks/bench_large_shards.py
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
 run range_tasks "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}" --range-tasks
 run shard_tasks "$PYTHON" benchmarks/bench_versions.py --shard-tasks --tokens 4194304 --rounds 5 "${versions_args[@]}"

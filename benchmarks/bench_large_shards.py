@@ -1,0 +1,115 @@
+"""The Dask engine's shard and merge tasks at the sizes a 10^11-token BPE profile plans, on real text.
+
+``bench_graph.py`` times shard tasks at 16M positions and merges of 4 shards of 3M, on the
+43 MB of English text this machine has, and docs/scale.md carries those costs to the
+57.6M-position shards that ``DaskCounter.probe`` plans at 10^11 tokens with 8 GiB a worker
+thread. This benchmark measures at those sizes instead, on a corpus large enough not to
+repeat: the C sources (``.c``, ``.h``) of the Linux kernel, 1.2 GB as Debian's
+``linux-source-6.1`` package ships them (``apt-get install linux-source-6.1``), one
+document a file in the archive's order.
+
+For each BPE vocabulary (trained as ``bench_speed.py`` does, on the first 8 MB of the same
+text) and for the default grid's first and last batch (4 offsets, real pairs and the
+rotation null: 8 slots):
+
+1. shard tasks (``distributed._count_shard``, 16 first-token ranges, a fresh process) at
+   16M positions and at the size the probe plans for this corpus at 10^11 tokens and 8 GiB
+   a thread (``graph_plan`` with the most table entries a position measured at 16M): best
+   seconds, ns a position, table entries, peak anonymous memory;
+2. the first level of a block's merge tree (``_block_task`` merging the pieces of
+   MERGE_FAN_IN // 8 = 4 shards) and a batch's range and combine tasks on 20 blocks
+   (``bench_graph.merge_rows``), on 4 shards of 16M positions and on 4 of the planned size:
+   ns an entry taken in, at both sizes.
+
+Run: ``python benchmarks/bench_large_shards.py`` (about 40 minutes and 12 GB of memory on
+a 2-core machine; ``--streams bpe-8k`` for one vocabulary).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tarfile
+import tempfile
+from pathlib import Path
+
+from bench_graph import BPE_SHARDS, GIB, THREADS, merge_rows, shard_rows
+from bench_speed import MAX_OFFSET, N_OFFSETS, build_streams, offset_grid, resize
+from benchlib import format_table, machine_line
+from depstat.distributed import MAX_KEY_RANGES, MERGE_FAN_IN, OFFSETS_PER_BATCH, PROBE_SAFETY, graph_plan
+
+SOURCE = Path("/usr/src/linux-source-6.1.tar.xz")
+MEMORY = 8 * GIB  # a worker thread's memory: the plan whose shards docs/scale.md's bound takes
+SMALL = BPE_SHARDS[-1]  # 16M: the size bench_graph.py measures
+
+
+def kernel_sources(path: Path, n_bytes: int) -> list[str]:
+    """The archive's C files (.c, .h) in its order, one document each, until ``n_bytes`` of UTF-8."""
+    if not path.exists():
+        raise SystemExit(f"{path} not found: install Debian's linux-source-6.1 package (apt-get install linux-source-6.1)")
+    docs, size = [], 0
+    with tarfile.open(path, "r|xz") as archive:
+        for member in archive:
+            if member.isfile() and member.name.endswith((".c", ".h")):
+                text = archive.extractfile(member).read().decode("utf-8", "replace")
+                docs.append(text)
+                size += len(text.encode("utf-8"))
+                if size >= n_bytes:
+                    break
+    return docs
+
+
+def planned_shard(densities: list[tuple[int, float]]) -> int:
+    """The shard size ``DaskCounter.probe`` plans at 10^11 tokens, THREADS threads and MEMORY a
+    thread, from the most table entries a position measured at SMALL positions."""
+    entries = max(e for size, e in densities if size == SMALL)
+    return graph_plan(10**11, 8192, threads=THREADS, memory=MEMORY, entries=entries)[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", default="bpe-8k,bpe-32k", help="BPE vocabularies, comma-separated")
+    parser.add_argument("--mb", type=int, default=1100, help="MB of C source to read (enough for 4 planned shards)")
+    args = parser.parse_args()
+    print(machine_line())
+    docs = kernel_sources(SOURCE, args.mb * 10**6)
+    source = f"{len(docs):,} C files of {SOURCE.name}, {sum(len(d.encode('utf-8')) for d in docs):,} UTF-8 bytes"
+    grid = offset_grid(MAX_OFFSET, N_OFFSETS)
+    batches = ([int(r) for r in grid[:OFFSETS_PER_BATCH]], [int(r) for r in grid[-OFFSETS_PER_BATCH:]])
+    fan_in = MERGE_FAN_IN // (2 * OFFSETS_PER_BATCH)
+    shards, merges, notes = [], [], []
+    for name in args.streams.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            small, _ = build_streams(docs, [fan_in * SMALL], (name,))
+            stream = small[0][1]
+            densities = []
+            for offsets in batches:
+                densities += shard_rows(stream, (SMALL,), MAX_KEY_RANGES, offsets, Path(tmp))[1]
+            planned = planned_shard(densities)
+            large, train = build_streams(docs, [fan_in * planned], (name,))
+            stream, note = large[0][1], large[0][2]
+            notes.append(f"{name}: {note}; planned shard {planned:,} positions ({planned / 2**20:.1f}M)")
+            for offsets in batches:
+                shards += shard_rows(stream, (SMALL, planned), MAX_KEY_RANGES, offsets, Path(tmp))[0]
+                for size in (SMALL, planned):
+                    merges += merge_rows(resize(stream, fan_in * size)[0], offsets, MAX_KEY_RANGES, Path(tmp))
+    print(f"\ntext: {source}; {train}; {'; '.join(notes)}")
+    print(f"planned shard: what DaskCounter.probe sizes at 10^11 tokens on {THREADS} threads with "
+          f"{MEMORY // GIB} GiB a thread, for {PROBE_SAFETY} times the most table entries a position a 16M shard "
+          "task held (either batch)")
+    print(f"\none shard task (distributed._count_shard) in a fresh process: the first and the last batch of the "
+          f"default grid ({OFFSETS_PER_BATCH} offsets, real pairs and the rotation null: 8 slots), "
+          f"{MAX_KEY_RANGES} first-token ranges")
+    print(format_table(["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
+                        "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], shards))
+    print(f"\nblock and range tasks of a batch (8 slots), per table entry taken in, best of 3, in this process: "
+          f"block tasks merging the pieces of {fan_in} shards of one block (a merge tree's first level), on "
+          f"{fan_in} shards of 16M positions and of the planned size; range tasks (every real slot's, the rotation "
+          f"null's with its offsets swept) and each slot's combine on 20 blocks of the same positions; "
+          f"{MAX_KEY_RANGES} first-token ranges; out / in: the merged tables' entries over the pieces'")
+    print(format_table(["stream", "offsets", "merged shards", "merge entries in", "out / in",
+                        "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
+                       merges))
+
+
+if __name__ == "__main__":
+    main()
