@@ -155,6 +155,7 @@ def merge_rows(stream: TokenStream, offsets: list[int], n_ranges: int, tmp: Path
     np.save(path, stream.tokens)
     ends, vocab, n = np.cumsum(stream.doc_lengths), int(stream.vocab_size), stream.n_tokens
     edges = first_token_edges(stream, n_ranges)
+    n_ranges = len(edges) - 1  # fewer where a token holds more than a range's share of the positions
     slots, spec, base_of = batch_spec(offsets, ("real", "rotate"), 0)
     first_marginal = needs_first_marginal(DEFAULT)
 

@@ -28,14 +28,21 @@ a 2-core machine; ``--streams bpe-8k`` for one vocabulary).
 from __future__ import annotations
 
 import argparse
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 from bench_graph import BPE_SHARDS, GIB, THREADS, merge_rows, shard_rows
-from bench_speed import MAX_OFFSET, N_OFFSETS, build_streams, offset_grid, resize
+from bench_speed import MAX_OFFSET, N_OFFSETS, TRAIN_BYTES, encode_until, offset_grid, resize
 from benchlib import format_table, machine_line
-from depstat.distributed import MAX_KEY_RANGES, MERGE_FAN_IN, OFFSETS_PER_BATCH, PROBE_SAFETY, graph_plan
+from depstat.distributed import (
+    MAX_KEY_RANGES, MERGE_FAN_IN, OFFSETS_PER_BATCH, PROBE_SAFETY, first_token_edges, graph_plan,
+)
+from depstat.granularity import bpe_vocab_size, train_bpe
+from depstat.stream import TokenStream
 
 SOURCE = Path("/usr/src/linux-source-6.1.tar.xz")
 MEMORY = 8 * GIB  # a worker thread's memory: the plan whose shards docs/scale.md's bound takes
@@ -58,6 +65,34 @@ def kernel_sources(path: Path, n_bytes: int) -> list[str]:
     return docs
 
 
+class Encoder:
+    """One BPE vocabulary trained on the first TRAIN_BYTES of ``docs`` (as ``bench_speed.py``
+    trains), encoding the documents in order as far as a stream is asked for."""
+
+    def __init__(self, name: str, docs: list[str]) -> None:
+        cum = np.cumsum([len(d.encode("utf-8")) for d in docs])
+        n_train = min(int(np.searchsorted(cum, TRAIN_BYTES)) + 1, len(docs))
+        self.train = f"BPE vocabularies trained on the first {n_train} files ({int(cum[n_train - 1]):,} bytes)"
+        self.name, self.docs, self.tokenizer = name, docs, train_bpe(docs[:n_train], bpe_vocab_size(name))
+        self.stream: TokenStream | None = None
+
+    def at_least(self, n_tokens: int) -> TokenStream:
+        """Whole documents from the first, at least ``n_tokens`` tokens of them (or all)."""
+        have = self.stream.n_tokens if self.stream else 0
+        if have < n_tokens:
+            done = self.stream.n_docs if self.stream else 0
+            more = encode_until(self.name, self.docs[done:], self.tokenizer, n_tokens - have)
+            parts = [p for p in (self.stream, more) if p is not None]
+            self.stream = TokenStream(self.name, np.concatenate([p.tokens for p in parts]),
+                                      np.concatenate([p.doc_lengths for p in parts]), more.vocab_size)
+        return resize(self.stream, min(n_tokens, self.stream.n_tokens))[0]
+
+
+def progress(message: str) -> None:
+    """A line on standard error, so a run of this length shows where it is."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def planned_shard(densities: list[tuple[int, float]]) -> int:
     """The shard size ``DaskCounter.probe`` plans at 10^11 tokens, THREADS threads and MEMORY a
     thread, from the most table entries a position measured at SMALL positions."""
@@ -78,34 +113,41 @@ def main() -> None:
     fan_in = MERGE_FAN_IN // (2 * OFFSETS_PER_BATCH)
     shards, merges, notes = [], [], []
     for name in args.streams.split(","):
+        progress(f"{name}: training and encoding")
+        encoder = Encoder(name, docs)
         with tempfile.TemporaryDirectory() as tmp:
-            small, _ = build_streams(docs, [fan_in * SMALL], (name,))
-            stream = small[0][1]
+            stream = encoder.at_least(fan_in * SMALL)
             densities = []
             for offsets in batches:
+                progress(f"{name}: probing 16M shards, offsets {offsets}")
                 densities += shard_rows(stream, (SMALL,), MAX_KEY_RANGES, offsets, Path(tmp))[1]
             planned = planned_shard(densities)
-            large, train = build_streams(docs, [fan_in * planned], (name,))
-            stream, note = large[0][1], large[0][2]
-            notes.append(f"{name}: {note}; planned shard {planned:,} positions ({planned / 2**20:.1f}M)")
+            stream = encoder.at_least(fan_in * planned)
+            ranges = len(first_token_edges(stream, MAX_KEY_RANGES)) - 1
+            text = ("not repeated" if stream.n_tokens >= fan_in * planned else
+                    "the text ran out: the merges' last shard repeats files")
+            notes.append(f"{name}: {stream.n_tokens:,} tokens of {stream.n_docs:,} files, {text}; "
+                         f"{ranges} first-token ranges; planned shard {planned:,} positions ({planned / 2**20:.1f}M)")
             for offsets in batches:
+                progress(f"{name}: shard tasks at 16M and {planned:,} positions, offsets {offsets}")
                 shards += shard_rows(stream, (SMALL, planned), MAX_KEY_RANGES, offsets, Path(tmp))[0]
                 for size in (SMALL, planned):
+                    progress(f"{name}: merges and range tasks on {fan_in} x {size:,} positions, offsets {offsets}")
                     merges += merge_rows(resize(stream, fan_in * size)[0], offsets, MAX_KEY_RANGES, Path(tmp))
-    print(f"\ntext: {source}; {train}; {'; '.join(notes)}")
+    print(f"\ntext: {source}; {encoder.train}; {'; '.join(notes)}")
     print(f"planned shard: what DaskCounter.probe sizes at 10^11 tokens on {THREADS} threads with "
           f"{MEMORY // GIB} GiB a thread, for {PROBE_SAFETY} times the most table entries a position a 16M shard "
           "task held (either batch)")
     print(f"\none shard task (distributed._count_shard) in a fresh process: the first and the last batch of the "
           f"default grid ({OFFSETS_PER_BATCH} offsets, real pairs and the rotation null: 8 slots), "
-          f"{MAX_KEY_RANGES} first-token ranges")
+          f"up to {MAX_KEY_RANGES} first-token ranges (fewer where one token holds more than a range's share)")
     print(format_table(["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
                         "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], shards))
     print(f"\nblock and range tasks of a batch (8 slots), per table entry taken in, best of 3, in this process: "
           f"block tasks merging the pieces of {fan_in} shards of one block (a merge tree's first level), on "
           f"{fan_in} shards of 16M positions and of the planned size; range tasks (every real slot's, the rotation "
           f"null's with its offsets swept) and each slot's combine on 20 blocks of the same positions; "
-          f"{MAX_KEY_RANGES} first-token ranges; out / in: the merged tables' entries over the pieces'")
+          f"first-token ranges as above; out / in: the merged tables' entries over the pieces'")
     print(format_table(["stream", "offsets", "merged shards", "merge entries in", "out / in",
                         "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
                        merges))
