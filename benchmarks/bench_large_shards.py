@@ -3,7 +3,7 @@
 ``bench_graph.py`` times shard tasks at 16M positions and merges of 4 shards of 3M, on the
 43 MB of English text this machine has, and docs/scale.md carries those costs to the
 57.6M-position shards that ``DaskCounter.probe`` plans at 10^11 tokens with 8 GiB a worker
-thread. This benchmark measures at those sizes instead, on a corpus large enough not to
+thread. This benchmark measures at the size the probe plans, on a corpus large enough not to
 repeat: the C sources (``.c``, ``.h``) of the Linux kernel, 1.2 GB as Debian's
 ``linux-source-6.1`` package ships them (``apt-get install linux-source-6.1``), one
 document a file in the archive's order.
@@ -12,7 +12,7 @@ For each BPE vocabulary (trained as ``bench_speed.py`` does, on the first 8 MB o
 text) and for the default grid's first and last batch (4 offsets, real pairs and the
 rotation null: 8 slots):
 
-1. shard tasks (``distributed._count_shard``, 16 first-token ranges, a fresh process) at
+1. shard tasks (``distributed._count_shard``, up to 16 first-token ranges, a fresh process) at
    16M positions and at the size the probe plans for this corpus at 10^11 tokens and 8 GiB
    a thread (``graph_plan`` with the most table entries a position measured at 16M): best
    seconds, ns a position, table entries, peak anonymous memory;
@@ -21,8 +21,8 @@ rotation null: 8 slots):
    (``bench_graph.merge_rows``), on 4 shards of 16M positions and on 4 of the planned size:
    ns an entry taken in, at both sizes.
 
-Run: ``python benchmarks/bench_large_shards.py`` (about 40 minutes and 12 GB of memory on
-a 2-core machine; ``--streams bpe-8k`` for one vocabulary).
+Run: ``python benchmarks/bench_large_shards.py`` (32 minutes on the 2-core Intel machine of
+RESULTS.md; ``--streams bpe-8k`` for one vocabulary).
 """
 
 from __future__ import annotations
@@ -93,11 +93,11 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def planned_shard(densities: list[tuple[int, float]]) -> int:
+def planned_shard(densities: list[tuple[int, float]], vocab: int) -> int:
     """The shard size ``DaskCounter.probe`` plans at 10^11 tokens, THREADS threads and MEMORY a
     thread, from the most table entries a position measured at SMALL positions."""
     entries = max(e for size, e in densities if size == SMALL)
-    return graph_plan(10**11, 8192, threads=THREADS, memory=MEMORY, entries=entries)[0]
+    return graph_plan(10**11, vocab, threads=THREADS, memory=MEMORY, entries=entries)[0]
 
 
 def main() -> None:
@@ -121,7 +121,7 @@ def main() -> None:
             for offsets in batches:
                 progress(f"{name}: probing 16M shards, offsets {offsets}")
                 densities += shard_rows(stream, (SMALL,), MAX_KEY_RANGES, offsets, Path(tmp))[1]
-            planned = planned_shard(densities)
+            planned = planned_shard(densities, int(stream.vocab_size))
             stream = encoder.at_least(fan_in * planned)
             ranges = len(first_token_edges(stream, MAX_KEY_RANGES)) - 1
             text = ("not repeated" if stream.n_tokens >= fan_in * planned else

@@ -11,7 +11,7 @@
 # ONLY=graph_tasks BASE=REV a profile's block, range and combine tasks as bench_dask.py's graph
 # has them (2M tokens, 20 blocks of 4 shards), in one process ($OUT/graph_tasks.txt).
 # ONLY=large_shards times the Dask engine's shard and merge tasks at the shard size a 10^11-token
-# BPE profile plans, on the Linux kernel's C sources (Debian's linux-source-6.1; about 40 minutes).
+# BPE profile plans, on the Linux kernel's C sources (Debian's linux-source-6.1; about half an hour).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
