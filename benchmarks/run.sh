@@ -4,7 +4,8 @@
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
 # ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but the comparisons below).
 # ONLY=versions BASE=REV compares this checkout's default profile with revision REV's in one
-# process ($OUT/versions.txt; BASE defaults to HEAD~1); ONLY=range_tasks BASE=REV the same for
+# process ($OUT/versions.txt; BASE defaults to HEAD~1), ONLY=versions_10m the same at 10M tokens
+# of bytes, BPE-8k and BPE-32k ($OUT/versions_10m.txt); ONLY=range_tasks BASE=REV the same for
 # the Dask engine's range tasks ($OUT/range_tasks.txt), ONLY=shard_tasks BASE=REV for its shard
 # tasks, of 4M-position shards ($OUT/shard_tasks.txt); ONLY=range_tasks_12m BASE=REV the range
 # tasks' comparison on 12M tokens of BPE, whose tables exceed a part (tables.CHUNK_ENTRIES);
@@ -54,7 +55,7 @@ header() {
 run() {
     local name=$1
     shift
-    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|range_tasks|range_tasks_12m|shard_tasks|graph_tasks|large_shards)$ ]]; then
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|versions_10m|range_tasks|range_tasks_12m|shard_tasks|graph_tasks|large_shards)$ ]]; then
         return
     fi
     echo "== $name" >&2
@@ -72,6 +73,8 @@ run graph "$PYTHON" benchmarks/bench_graph.py
 run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
 run large_shards "$PYTHON" benchmarks/bench_large_shards.py
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
+run versions_10m "$PYTHON" benchmarks/bench_versions.py --tokens 10000000 --streams bytes,bpe-8k,bpe-32k --rounds 5 \
+    "${versions_args[@]}"
 run range_tasks "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}" --range-tasks
 run shard_tasks "$PYTHON" benchmarks/bench_versions.py --shard-tasks --tokens 4194304 --rounds 5 "${versions_args[@]}"
 run range_tasks_12m "$PYTHON" benchmarks/bench_versions.py --range-tasks --tokens 12000000 --streams bpe-8k,bpe-32k \

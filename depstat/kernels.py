@@ -1134,6 +1134,22 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
     return _chunk_totals(sums_c, deltas_c)
 
 
+@kernel(inline="always")
+def _count_two(tok, p, last, r, cells, last2, r2, cells2):
+    """Real pairs at two offsets counted in one pass from p: r into ``cells`` up to ``last``,
+    r2 into ``cells2`` up to ``last2``. Each first token is read once, and the two tables'
+    increments, independent, overlap."""
+    both = min(last, last2)
+    for i in range(p, both):
+        x = tok[i]
+        cells[x, tok[i + r]] += 1
+        cells2[x, tok[i + r2]] += 1
+    for i in range(max(p, both), last):
+        cells[tok[i], tok[i + r]] += 1
+    for i in range(max(p, both), last2):
+        cells2[tok[i], tok[i + r2]] += 1
+
+
 @kernel(parallel=True)
 def dense_counts(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, slot_r: np.ndarray, slot_mode: np.ndarray,
@@ -1161,16 +1177,23 @@ def dense_counts(
             p = lo
             while p < hi:
                 end = min(doc_ends[d], hi)
-                for s in range(n_slots):
+                s = 0
+                while s < n_slots:
                     r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
                     last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
                     cells = table[s]
+                    if mode == MODE_REAL and s + 1 < n_slots and slot_mode[s + 1] == MODE_REAL:
+                        _count_two(tok, p, last, r, cells, min(end, doc_ends[d] - slot_r[s + 1]), slot_r[s + 1],
+                                   table[s + 1])
+                        s += 2
+                        continue
                     q = p
                     while q < last:
                         stop, off = _partner_run(q, last, r, mode, seed, shift, n)
                         for i in range(q, stop):
                             cells[tok[i], tok[i + off]] += 1
                         q = stop
+                    s += 1
                 p = end
                 d += 1
 
