@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numba as nb
 import numpy as np
 import numpy.testing as npt
 import pytest
@@ -490,3 +491,19 @@ def test_null_partners_match_naive_across_jitter_runs(partner: str) -> None:
         )
         for c in counters:
             assert_sums_equal(c.sums(r, partner), want)
+
+
+@nb.njit
+def _fill_with_hints(out: np.ndarray, ahead: int) -> None:
+    for i in range(out.shape[0]):
+        out[i] = i
+        kernels._prefetch_write(out, i + ahead)
+
+
+@pytest.mark.parametrize("ahead", [kernels.PREFETCH_AHEAD, 1 << 40, -(1 << 40)])
+def test_prefetch_hints_change_nothing_even_far_past_the_array(ahead: int) -> None:
+    """emit_pairs asks for lines past a partition's end (and past the buffer's): the hint
+    must neither fault nor write."""
+    out = np.zeros(300, dtype=np.uint16)
+    _fill_with_hints(out, ahead)
+    npt.assert_array_equal(out, np.arange(300))
