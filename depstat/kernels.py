@@ -1191,9 +1191,9 @@ def dense_counts(
 
     ``counts`` (blocks x slots x V x V int32, any contents) gets block g's table of slot s
     at ``counts[g, s]``; each block's tables are read and written in cache, and the partners
-    are read almost sequentially. Blocks run in parallel, dealt to ``n_workers`` workers
-    (``_deal_blocks``). The caller keeps ``counts`` for the next batch, and
-    ``dense_table_sums`` takes the sums.
+    are read almost sequentially (real pairs two offsets a pass, ``_count_two``). Blocks run
+    in parallel, dealt to ``n_workers`` workers (``_deal_blocks``). The caller keeps
+    ``counts`` for the next batch, and ``dense_table_sums`` takes the sums.
     """
     n = tok.shape[0]
     n_slots = slot_r.shape[0]
