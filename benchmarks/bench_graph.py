@@ -60,6 +60,10 @@ THREADS = 64  # the cluster the graph is sized for (docs/scale.md's 10^11-token 
 GIB = 1 << 30
 MEMORIES = (None, 4 * GIB, 8 * GIB, 16 * GIB)  # a worker thread's memory, for BPE's plan
 BPE_SHARDS = (SHARD_TOKENS, 1 << 24)  # 16M: the plan at 8 GiB a thread
+SHARD_COLUMNS = ["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
+                 "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"]  # shard_rows'
+MERGE_COLUMNS = ["stream", "offsets", "merged shards", "merge entries in", "out / in", "merge ns an entry",
+                 "range blocks", "range entries in", "range + combine ns an entry"]  # merge_rows'
 MERGE_TOKENS = 12_000_000  # the BPE streams' tokens before their text repeats (13.5M for BPE-8k, 12.2M for 32k)
 
 
@@ -277,8 +281,7 @@ def main() -> None:
           f"default grid ({OFFSETS_PER_BATCH} offsets, real pairs and the rotation null: 8 slots); text: {source}; "
           f"bytes repeated to fill the larger shard, one first-token range; BPE in {MAX_KEY_RANGES} ranges, {train}; "
           f"{'; '.join(notes)}")
-    print(format_table(["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
-                        "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], rows))
+    print(format_table(SHARD_COLUMNS, rows))
     print("\nBPE at 10^11 tokens on 64 threads, the shards sized as DaskCounter.probe sizes them: for "
           f"{PROBE_SAFETY} times the most table entries a position the shard tasks above held at the largest size "
           "measured up to the worst case's (the size the probe counts; a shard holds fewer entries a position the "
@@ -290,9 +293,7 @@ def main() -> None:
           f"pieces of {MERGE_FAN_IN // 8} shards of one block, the first level of a merge tree; range tasks (every "
           f"real slot's, the rotation null's with its offsets swept) and each slot's combine on 20 blocks of one "
           f"shard each; {MAX_KEY_RANGES} first-token ranges; out / in: the merged tables' entries over the pieces'")
-    print(format_table(["stream", "offsets", "merged shards", "merge entries in", "out / in",
-                        "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
-                       merges))
+    print(format_table(MERGE_COLUMNS, merges))
     print("\na block's table at 10^11 tokens (20 blocks of 5e9 positions): cells of one slot (real pairs) "
           f"a position in tables of the first 0.75M, 1.5M, 3M, 6M and 12M positions of the same BPE streams, a power "
           f"law fitted to the last three carried to 5e9 positions (at most V^2 cells), and what one range task "

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench_graph import BPE_SHARDS, GIB, THREADS, merge_rows, shard_rows
+from bench_graph import BPE_SHARDS, GIB, MERGE_COLUMNS, SHARD_COLUMNS, THREADS, merge_rows, shard_rows
 from bench_speed import MAX_OFFSET, N_OFFSETS, TRAIN_BYTES, encode_until, offset_grid, resize
 from benchlib import format_table, machine_line
 from depstat.distributed import (
@@ -141,16 +141,13 @@ def main() -> None:
     print(f"\none shard task (distributed._count_shard) in a fresh process: the first and the last batch of the "
           f"default grid ({OFFSETS_PER_BATCH} offsets, real pairs and the rotation null: 8 slots), "
           f"up to {MAX_KEY_RANGES} first-token ranges (fewer where one token holds more than a range's share)")
-    print(format_table(["stream", "offsets", "shard positions", "best s", "ns a position", "table entries",
-                        "entries a position and slot", "peak anonymous MiB", "graph_plan's budget MiB"], shards))
+    print(format_table(SHARD_COLUMNS, shards))
     print(f"\nblock and range tasks of a batch (8 slots), per table entry taken in, best of 3, in this process: "
           f"block tasks merging the pieces of {fan_in} shards of one block (a merge tree's first level), on "
           f"{fan_in} shards of 16M positions and of the planned size; range tasks (every real slot's, the rotation "
           f"null's with its offsets swept) and each slot's combine on 20 blocks of the same positions; "
           f"first-token ranges as above; out / in: the merged tables' entries over the pieces'")
-    print(format_table(["stream", "offsets", "merged shards", "merge entries in", "out / in",
-                        "merge ns an entry", "range blocks", "range entries in", "range + combine ns an entry"],
-                       merges))
+    print(format_table(MERGE_COLUMNS, merges))
 
 
 if __name__ == "__main__":
