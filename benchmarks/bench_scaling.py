@@ -90,7 +90,7 @@ def streams_by_size(name: str, docs: list[str], sizes: list[int]) -> tuple[list[
     """The stream ``name`` at each size (prefixes of one encoding), and a line describing it."""
     if name == "bytes":
         longest = bytes_stream(docs, max(sizes))
-        note = "bytes"
+        note = "UTF-8 bytes of the files, no vocabulary to train"
     else:
         encoder = Encoder(name, docs)
         longest = encoder.at_least(max(sizes))
