@@ -6,7 +6,11 @@ one corpus large enough not to repeat, the C sources (``.c``, ``.h``) of the Lin
 as Debian's ``linux-source-6.1`` package ships them (``apt-get install linux-source-6.1``;
 one document a file, in the archive's order), so that a larger size adds more of the same
 kind of text and no repeats. BPE vocabularies are trained on its first 8 MB, as
-``bench_speed.py`` trains them.
+``bench_speed.py`` trains them. ``--streams words`` takes word tokens instead (a
+``tokenizers`` WordLevel vocabulary of every whitespace-separated word of the files read):
+their vocabulary grows with the text, so arrays as long as the tokens in use grow too,
+the case where a cost could grow faster than the pairs. The issue's targets do not cover
+words; their rows leave the target column empty.
 
 The method is ``bench_speed.py``'s (a): ``mi_profile`` with the default estimator and the
 jackknife interval, the one the issue's speed targets are about. In one process, methods
@@ -27,7 +31,8 @@ interleaved, rounds alternating their order:
    on the first batch of offsets, which holds the most pairs and so the peak).
 
 Run: ``python benchmarks/bench_scaling.py`` (about 10 minutes on the 2-core machine of
-RESULTS.md; ``--streams bpe-8k --sizes 1e6,1e7`` for less).
+RESULTS.md; ``--streams bpe-8k --sizes 1e6,1e7`` for less; ``--streams words --mb 1100``,
+which ``run.sh`` runs as ``ONLY=scaling_words``, about 20).
 """
 
 from __future__ import annotations
@@ -42,11 +47,11 @@ import numpy as np
 
 from bench_large_shards import SOURCE, Encoder, kernel_sources, progress
 from bench_speed import (
-    BY_KEY, DEFAULT, MAX_OFFSET, N_OFFSETS, depstat_method, measure_memory, memory_offsets, offset_grid, resize,
-    target_for,
+    BY_KEY, DEFAULT, MAX_OFFSET, N_OFFSETS, depstat_method, encode_until, measure_memory, memory_offsets, offset_grid,
+    resize, target_for,
 )
 from benchlib import format_table, machine_line
-from depstat.granularity import encode_stream
+from depstat.granularity import encode_stream, train_words
 from depstat.stream import TokenStream
 
 SIZES = "1e6,3e6,1e7,3e7,1e8"
@@ -91,6 +96,11 @@ def streams_by_size(name: str, docs: list[str], sizes: list[int]) -> tuple[list[
     if name == "bytes":
         longest = bytes_stream(docs, max(sizes))
         note = "UTF-8 bytes of the files, no vocabulary to train"
+    elif name == "words":
+        tokenizer = train_words(docs)
+        longest = encode_until(name, docs, tokenizer, max(sizes))
+        note = (f"WordLevel vocabulary of every whitespace-separated word of the {len(docs):,} files read "
+                f"({tokenizer.get_vocab_size():,} types)")
     else:
         encoder = Encoder(name, docs)
         longest = encoder.at_least(max(sizes))
@@ -140,15 +150,15 @@ def ladder_table(cases: list[Case], label: str) -> str:
         rel = [(s / c.pairs) / (r / ref.pairs) for s, r in zip(c.seconds, ref.seconds)]
         best = min(c.seconds)
         rows.append([
-            c.label, f"{c.stream.n_tokens:,}", len(c.offsets), f"{c.pairs:,}", f"{best:.3f}",
-            f"{np.median(c.seconds):.3f}", f"{c.pairs / best / 1e6:.1f}", f"{c.pairs / best / target_for(c.stream):.2f}",
+            c.label, f"{c.stream.n_tokens:,}", f"{np.count_nonzero(np.bincount(c.stream.tokens)):,}", len(c.offsets), f"{c.pairs:,}", f"{best:.3f}",
+            f"{np.median(c.seconds):.3f}", f"{c.pairs / best / 1e6:.1f}", target_share(c.pairs / best, c.stream),
             f"{best / c.pairs * 1e9:.2f}",
             f"{np.median(rel):.3f}", f"{min(rel):.3f}-{max(rel):.3f}",
             "-" if c.added is None else f"{c.added / 2**20:.0f}",
             "-" if c.added is None else f"{c.added / c.stream.n_tokens:.1f}",
         ])
     return format_table(
-        [label, "tokens", "offsets", "pair-updates", "best s", "median s", "Mpairs/s", "÷ target", "ns/pair",
+        [label, "tokens", "types in use", "offsets", "pair-updates", "best s", "median s", "Mpairs/s", "÷ target", "ns/pair",
          "cost/pair ÷ first, median", "range", "added MiB", "added B/token"], rows,
     )
 
@@ -158,6 +168,11 @@ def slope_line(cases: list[Case], what: str) -> str:
     slopes = [slope(cases, i) for i in range(len(cases[0].seconds))]
     return (f"slope of log(seconds) on log(pair-updates) over the {what}, per round: median "
             f"{np.median(slopes):.3f}, range {min(slopes):.3f}-{max(slopes):.3f} (1 = linear)")
+
+
+def target_share(rate: float, stream: TokenStream) -> str:
+    """The rate as a fraction of the issue's target, which covers bytes and BPE up to 32k."""
+    return "-" if stream.name == "words" else f"{rate / target_for(stream):.2f}"
 
 
 def noise_line(a: Case, b: Case) -> str:
