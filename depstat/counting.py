@@ -153,15 +153,17 @@ class PairCounter:
                 hint="profile a sample with --max-tokens",
             )
         counts = kernels.token_counts(tok, int(stream.vocab_size))  # TokenStream checked the range
-        by_count = np.argsort(-counts, kind="stable")
-        self.vocab = max(int(np.count_nonzero(counts)), 1)
+        # the tokens in use by count, most frequent first (ties by id), token 0 if none: sorting
+        # only these, not the vocabulary, keeps a large one (words: millions of types) cheap
+        used = np.flatnonzero(counts)
+        by_count = used[np.argsort(-counts[used], kind="stable")] if used.size else np.zeros(1, np.int64)
+        self.vocab = len(by_count)
         self.dense = self.vocab <= DENSE_MAX_VOCAB if dense is None else dense
         # The partitioned kernels take 16- or 32-bit tokens, as BPE and word vocabularies need:
         # forced onto a small vocabulary (tests), they run the same compiled code, not one more.
         id_type = np.min_scalar_type(self.vocab - 1)
-        rank = np.empty(len(counts), dtype=id_type if self.dense else np.promote_types(id_type, np.uint16))
-        rank[by_count[: self.vocab]] = np.arange(self.vocab)
-        rank[by_count[self.vocab :]] = 0  # tokens that never occur
+        rank = np.zeros(len(counts), dtype=id_type if self.dense else np.promote_types(id_type, np.uint16))
+        rank[by_count] = np.arange(self.vocab)  # tokens that never occur keep 0
         # with a memory cap the relabelled copy, like the pair buffers, is not held by the process
         self.tokens = np.empty(n, dtype=rank.dtype) if pair_memory is None else file_backed(n, rank.dtype)
         kernels.relabel(tok, rank, self.tokens)
@@ -178,7 +180,7 @@ class PairCounter:
         if self.dense:
             return
         target = max(part_tokens, -(-n // MAX_PARTS))
-        self.code, self.widths = kernels.partition_tokens(counts[by_count[: self.vocab]], target)
+        self.code, self.widths = kernels.partition_tokens(counts[by_count], target)
         self.region = kernels.partition_layout(self.tokens, self.code, self.block_starts, len(self.widths))
 
     def partner_seed(self, r: int) -> int:

@@ -69,6 +69,29 @@ def test_point_only_sums_match_and_skip_deltas(stream: TokenStream, r: int, dens
     assert not point.joint_jk.any() and not point.second_jk.any()
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    stream=streams(),
+    r=st.integers(1, 20),
+    dense=st.booleans(),
+    ids=st.lists(st.integers(1, 2**20 - 1), min_size=12, max_size=12, unique=True),
+)
+def test_a_vocabulary_far_larger_than_the_tokens_in_use(
+    stream: TokenStream, r: int, dense: bool, ids: list[int]
+) -> None:
+    """Tokens scattered over 2^20 ids (id 0 never used) give the sums of the same stream on
+    its own small ids: the counter ranks only the tokens in use, and the sums do not depend
+    on the labels."""
+    sparse = TokenStream("h", np.asarray(ids, dtype=np.int32)[stream.tokens], stream.doc_lengths, 2**20)
+    counter = PairCounter(sparse, n_blocks=3, seed=3, dense=dense)
+    assert counter.vocab == len(np.unique(stream.tokens))
+    want = naive.naive_sums(
+        stream.tokens, stream.doc_lengths, stream.vocab_size, r, "rotate",
+        counter.block_starts, counter.shift, counter.partner_seed(r),
+    )
+    assert_sums_equal(counter.sums(r, "rotate"), want)
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     counts=st.lists(st.integers(1, 500), min_size=1, max_size=700).map(lambda c: sorted(c, reverse=True)),
