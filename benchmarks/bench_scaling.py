@@ -13,8 +13,8 @@ the case where a cost could grow faster than the pairs. The issue's targets do n
 words; their rows leave the target column empty.
 
 The method is ``bench_speed.py``'s (a): ``mi_profile`` with the default estimator and the
-jackknife interval, the one the issue's speed targets are about. In one process, methods
-interleaved, rounds alternating their order:
+jackknife interval, the one the issue's speed targets are about. In one process, every case
+once a round, rounds alternating their order:
 
 1. tokens: every size of ``--sizes`` (whole documents from the first), 29 offsets from 1 to
    2048: best and median seconds, Mpairs/s (on the best time) and its fraction of the
@@ -32,7 +32,7 @@ interleaved, rounds alternating their order:
 
 Run: ``python benchmarks/bench_scaling.py`` (about 10 minutes on the 2-core machine of
 RESULTS.md; ``--streams bpe-8k --sizes 1e6,1e7`` for less; ``--streams words --mb 1100``,
-which ``run.sh`` runs as ``ONLY=scaling_words``, about 20).
+which ``run.sh`` runs as ``ONLY=scaling_words``, about 15).
 """
 
 from __future__ import annotations
@@ -149,8 +149,9 @@ def ladder_table(cases: list[Case], label: str) -> str:
     for c in cases:
         rel = [(s / c.pairs) / (r / ref.pairs) for s, r in zip(c.seconds, ref.seconds)]
         best = min(c.seconds)
+        in_use = np.count_nonzero(np.bincount(c.stream.tokens))
         rows.append([
-            c.label, f"{c.stream.n_tokens:,}", f"{np.count_nonzero(np.bincount(c.stream.tokens)):,}", len(c.offsets), f"{c.pairs:,}", f"{best:.3f}",
+            c.label, f"{c.stream.n_tokens:,}", f"{in_use:,}", len(c.offsets), f"{c.pairs:,}", f"{best:.3f}",
             f"{np.median(c.seconds):.3f}", f"{c.pairs / best / 1e6:.1f}", target_share(c.pairs / best, c.stream),
             f"{best / c.pairs * 1e9:.2f}",
             f"{np.median(rel):.3f}", f"{min(rel):.3f}-{max(rel):.3f}",
@@ -158,8 +159,8 @@ def ladder_table(cases: list[Case], label: str) -> str:
             "-" if c.added is None else f"{c.added / c.stream.n_tokens:.1f}",
         ])
     return format_table(
-        [label, "tokens", "types in use", "offsets", "pair-updates", "best s", "median s", "Mpairs/s", "÷ target", "ns/pair",
-         "cost/pair ÷ first, median", "range", "added MiB", "added B/token"], rows,
+        [label, "tokens", "types in use", "offsets", "pair-updates", "best s", "median s", "Mpairs/s", "÷ target",
+         "ns/pair", "cost/pair ÷ first, median", "range", "added MiB", "added B/token"], rows,
     )
 
 
