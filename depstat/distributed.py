@@ -212,9 +212,13 @@ class WorkerEncoder:
         self.directory.mkdir(parents=True, exist_ok=True)
         run = self.directory / f"depstat-{uuid.uuid4().hex[:16]}"
         vocab = vocab_size_of(tokenizer)
-        # A fresh key each time (hash=False): the same JSON scattered under its content key
-        # while the previous call's copy is being released is lost ("lost dependencies").
-        spec = self.client.scatter(tokenizer.to_str(), broadcast=True, hash=False) if tokenizer is not None else None
+        # The tokenizer's JSON goes out as a task's result, not as scattered data: the scheduler
+        # computes a lost result again, but scattered data dies with the last worker holding it,
+        # and Dask's memory manager keeps one copy of it, whatever the broadcast (a CI run lost
+        # it to a SIGKILLed worker, and every encoding task with it). A fresh key each time:
+        # the previous call's copy may still be being released.
+        spec = (self.client.submit(str, tokenizer.to_str(), key=f"depstat-tokenizer-{run.name}")
+                if tokenizer is not None else None)
         tok_key = tokenizer_key(tokenizer) if tokenizer is not None and cache is not None else None
         cache_root = str(cache.root) if cache is not None else None
         limit = ENCODE_IN_FLIGHT * max(len(self.client.scheduler_info().get("workers", {})), 1)
@@ -269,7 +273,7 @@ class WorkerEncoder:
 
 @functools.lru_cache(maxsize=4)
 def _tokenizer(spec: str) -> Tokenizer:
-    """A worker's parsed copy of a tokenizer (the scattered JSON is the same object every task)."""
+    """A worker's parsed copy of a tokenizer (the JSON, a task's result, is the same object every task)."""
     return Tokenizer.from_str(spec)
 
 

@@ -330,8 +330,10 @@ def test_worker_encoding_equals_local(client, tmp_path: Path, monkeypatch: pytes
 
 
 def test_killed_worker_during_encoding_changes_nothing(client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """SIGKILL one worker while shards are being encoded: its tasks (atomic part files,
-    idempotent copies) are rerun elsewhere and the stream comes out the same."""
+    """SIGKILL, while shards are being encoded, a worker that holds the tokenizer's JSON: the
+    JSON (a task's result) is computed again, the worker's tasks (atomic part files,
+    idempotent copies) are rerun elsewhere, and the stream comes out the same. Scattered
+    data would be lost with it: Dask keeps one copy of it, whatever the broadcast."""
     monkeypatch.setattr(cache_module, "SHARD_BYTES", 2_000)
     texts = [doc.text for _, doc in zip(range(300), open_corpus(str(ROOT / "examples" / "python-docs.jsonl.gz")))]
     bpe = train_bpe(texts[:50], 500)
@@ -339,10 +341,14 @@ def test_killed_worker_during_encoding_changes_nothing(client, tmp_path: Path, m
     box: dict = {}
     run = threading.Thread(target=lambda: box.update(got=WorkerEncoder(client, tmp_path)("g", iter(texts), bpe)))
     run.start()
+    def holders() -> list[str]:
+        return [w for key, ws in client.who_has().items() if str(key).startswith("depstat-tokenizer-") for w in ws]
+
     deadline = time.monotonic() + 60
-    while not any(client.processing().values()) and time.monotonic() < deadline:
+    while not (any(client.processing().values()) and holders()) and time.monotonic() < deadline:
         time.sleep(0.005)
-    victim = sorted(client.run(os.getpid).values())[0]
+    address = holders()[0]
+    victim = client.run(os.getpid, workers=[address])[address]
     assert run.is_alive()  # the kill lands mid-run
     os.kill(victim, signal.SIGKILL)
     run.join(timeout=240)
