@@ -41,6 +41,7 @@ import argparse
 import tempfile
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -51,13 +52,12 @@ from bench_speed import (
     resize, target_for,
 )
 from benchlib import format_table, machine_line
-from depstat.granularity import encode_stream, train_words
+from depstat.granularity import train_words
 from depstat.stream import TokenStream
 
 SIZES = "1e6,3e6,1e7,3e7,1e8"
 OFFSET_COUNTS = "8,15,29,57"
 MB = 500  # MB of C source read: enough for 10^8 tokens of BPE-32k (about 3.9 bytes a token)
-BYTES_PER_CALL = 64  # documents encoded to bytes at a time
 
 
 @dataclass
@@ -70,31 +70,16 @@ class Case:
     seconds: list[float] = field(default_factory=list)
     added: int | None = None  # bytes of resident memory one call added, in a fresh interpreter
 
-    @property
+    @cached_property
     def pairs(self) -> int:
         """Pair-updates over the offsets: positions with a partner r on in their document."""
-        lengths = self.stream.doc_lengths
-        return int(sum(np.maximum(lengths - int(r), 0).sum() for r in self.offsets))
-
-
-def bytes_stream(docs: list[str], n_tokens: int) -> TokenStream:
-    """UTF-8 bytes of the first documents, whole, until ``n_tokens`` (or all)."""
-    parts, count = [], 0
-    for i in range(0, len(docs), BYTES_PER_CALL):
-        part = encode_stream("bytes", docs[i : i + BYTES_PER_CALL], None)
-        parts.append(part)
-        count += part.n_tokens
-        if count >= n_tokens:
-            break
-    whole = TokenStream("bytes", np.concatenate([p.tokens for p in parts]),
-                        np.concatenate([p.doc_lengths for p in parts]), 256)
-    return resize(whole, min(n_tokens, whole.n_tokens))[0]
+        return sum(self.stream.pairs_at(int(r))[0] for r in self.offsets)
 
 
 def streams_by_size(name: str, docs: list[str], sizes: list[int]) -> tuple[list[TokenStream], str]:
     """The stream ``name`` at each size (prefixes of one encoding), and a line describing it."""
     if name == "bytes":
-        longest = bytes_stream(docs, max(sizes))
+        longest = encode_until(name, docs, None, max(sizes))  # no tokenizer: UTF-8 bytes
         note = "UTF-8 bytes of the files, no vocabulary to train"
     elif name == "words":
         tokenizer = train_words(docs)
