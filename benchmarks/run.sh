@@ -15,7 +15,8 @@
 # BPE profile plans, on the Linux kernel's C sources (Debian's linux-source-6.1; about half an hour).
 # ONLY=scaling times a profile at 10^6 to 10^8 tokens and 8 to 57 offsets of the same C sources
 # ($OUT/scaling.txt): whether time grows linearly in tokens x offsets; ONLY=scaling_words the same
-# for word tokens, whose vocabulary grows with the text ($OUT/scaling_words.txt).
+# for word tokens, whose vocabulary grows with the text ($OUT/scaling_words.txt); ONLY=scaling_1g up to
+# 10^9 tokens of bytes and all 1.1 GB of the C sources in BPE-8k ($OUT/scaling_1g.txt).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -58,7 +59,7 @@ header() {
 run() {
     local name=$1
     shift
-    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|versions_10m|range_tasks|range_tasks_12m|shard_tasks|graph_tasks|large_shards|scaling|scaling_words)$ ]]; then
+    if [[ -n "${ONLY:-}" && " $ONLY " != *" $name "* ]] || [[ -z "${ONLY:-}" && $name =~ ^(versions|versions_10m|range_tasks|range_tasks_12m|shard_tasks|graph_tasks|large_shards|scaling|scaling_words|scaling_1g)$ ]]; then
         return
     fi
     echo "== $name" >&2
@@ -77,6 +78,8 @@ run null_sweep "$PYTHON" benchmarks/bench_null_sweep.py "${null_sweep_args[@]}"
 run large_shards "$PYTHON" benchmarks/bench_large_shards.py
 run scaling "$PYTHON" benchmarks/bench_scaling.py
 run scaling_words "$PYTHON" benchmarks/bench_scaling.py --streams words --mb 1100
+run scaling_1g "$PYTHON" benchmarks/bench_scaling.py --streams bytes,bpe-8k --sizes 1e7,1e8,3e8,1e9 --offset-counts 8,29 \
+    --rounds 2 --mb 1100
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
 run versions_10m "$PYTHON" benchmarks/bench_versions.py --tokens 10000000 --streams bytes,bpe-8k,bpe-32k --rounds 5 \
     "${versions_args[@]}"
