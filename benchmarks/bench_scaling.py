@@ -97,6 +97,11 @@ def streams_by_size(name: str, docs: list[str], sizes: list[int]) -> tuple[list[
     return out, f"{name}: {note}"
 
 
+def size_label(asked: int, stream: TokenStream) -> str:
+    """The size asked for, in millions of tokens, or the stream's own where the text ran out before it."""
+    return f"{asked / 1e6:g}M" if stream.n_tokens >= asked else f"{stream.n_tokens / 1e6:.1f}M"
+
+
 def time_rounds(cases: list[Case], rounds: int) -> None:
     """Each case once a round, in an order that alternates from round to round."""
     run = depstat_method(DEFAULT, interval=True)
@@ -200,7 +205,7 @@ def main() -> None:
         streams, note = streams_by_size(name, docs, wanted)
         print(note)
         at = dict(zip(wanted, streams))
-        tokens = [Case(f"{n / 1e6:g}M", at[n], grid) for n in sizes]
+        tokens = [Case(size_label(n, at[n]), at[n], grid) for n in sizes]
         offsets = [Case(str(k), at[offset_size], offset_grid(MAX_OFFSET, k)) for k in counts]
         ladders.append((name, tokens, offsets))
     del docs
