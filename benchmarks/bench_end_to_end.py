@@ -50,7 +50,7 @@ import numpy as np
 from benchlib import format_table, machine_line
 from depstat.cache import TokenCache, split_shards
 from depstat.corpus import open_corpus
-from depstat.granularity import DEFAULT_LADDER, text_streams
+from depstat.granularity import DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS, text_streams
 from depstat.profile import _sample, mi_profile, profile
 from depstat.stream import TokenStream
 
@@ -195,12 +195,16 @@ def main() -> None:
                     help=f"granularities (default: {' '.join(GRANULARITIES)}; depstat's own default is {' '.join(DEFAULT_LADDER)})")
     ap.add_argument("--max-tokens", type=int, default=None, help="profile's --max-tokens (default: the whole corpus)")
     ap.add_argument("--max-offset", type=int, default=2048, help="profile's --max-offset (default: 2048)")
-    ap.add_argument("--train-docs", type=int, default=20_000, help="profile's --train-docs (default: 20000)")
+    ap.add_argument("--train-docs", type=int, default=DEFAULT_TRAIN_DOCS,
+                    help=f"profile's --train-docs (default: {DEFAULT_TRAIN_DOCS})")
+    ap.add_argument("--train-bytes", type=int, default=DEFAULT_TRAIN_BYTES,
+                    help=f"profile's --train-bytes, 0 for no limit (default: {DEFAULT_TRAIN_BYTES})")
     ap.add_argument("--encode-mb", type=float, default=8, help="text for the thread-pool probe (default: 8 MB)")
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "depstat-bench-e2e",
                     help="where the corpus and the cache go (emptied first, removed at the end)")
     args = ap.parse_args()
     names = args.granularity or list(GRANULARITIES)
+    train = dict(train_docs=args.train_docs, train_bytes=args.train_bytes or None)
 
     print(machine_line())
     print(f"tokenizers thread pool: RAYON_NUM_THREADS={os.environ.get('RAYON_NUM_THREADS', 'unset')}, "
@@ -218,8 +222,7 @@ def main() -> None:
         if total < args.mb * 1e6 * 0.95:
             print(f"note: only {total / 1e6:.1f} MB of distinct text found (asked for {args.mb:g} MB)")
 
-        opts = dict(granularities=names, max_tokens=args.max_tokens, max_offset=args.max_offset,
-                    train_docs=args.train_docs)
+        opts = dict(granularities=names, max_tokens=args.max_tokens, max_offset=args.max_offset, **train)
         print(f"\nprofile options: {opts}")
         warm_up(corpus_path, names)
 
@@ -233,8 +236,8 @@ def main() -> None:
 
         warm_cache = TokenCache(cache_dir)
         seconds = {"warm": 0.0, "none": 0.0}
-        warm = timed_each(seconds, "warm", text_streams(documents, names, train_docs=args.train_docs, cache=warm_cache))
-        plain = timed_each(seconds, "none", text_streams(documents, names, train_docs=args.train_docs))
+        warm = timed_each(seconds, "warm", text_streams(documents, names, cache=warm_cache, **train))
+        plain = timed_each(seconds, "none", text_streams(documents, names, **train))
         for a, b in zip(warm, plain, strict=True):  # one granularity at a time: equal streams, equal profiles
             assert (a.tokens == b.tokens).all() and (a.doc_lengths == b.doc_lengths).all(), a.name
             assert cold.granularities[a.name]["n_tokens"] == a.n_tokens, a.name

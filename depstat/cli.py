@@ -17,7 +17,7 @@ from depstat.cache import default_cache_dir
 from depstat.dependency import DEFAULT_WIDTH, WIDTHS
 from depstat.errors import DepstatError
 from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
-from depstat.granularity import DEFAULT_LADDER
+from depstat.granularity import DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS
 from depstat.kernels import NOTE_BLOCKS
 from depstat.profile import DEFAULT_BLOCKS, DEFAULT_MAX_OFFSET, Profile, log_offsets, profile
 from depstat.recommend import DEFAULT_MARGIN, PAPER_C
@@ -29,6 +29,11 @@ def _int_list(text: str) -> list[int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
     return values
+
+
+def _size_or_all(text: str) -> int | None:
+    """A size as ``_size`` reads it, or None for 'all' (no limit)."""
+    return None if text.lower() == "all" else _size(text)
 
 
 def _size(text: str) -> int:
@@ -65,7 +70,16 @@ def corpus_options() -> argparse.ArgumentParser:
         "names: bytes, words, bpe-N, bpe-Nk",
     )
     t.add_argument("--tokenizer", action="append", default=[], metavar="PATH", help="add a tokenizer.json (repeatable)")
-    t.add_argument("--train-docs", type=int, default=20_000, help="documents used to train BPE/word vocabularies (default: 20000)")
+    t.add_argument(
+        "--train-docs", type=int, default=DEFAULT_TRAIN_DOCS, metavar="N",
+        help=f"train BPE/word vocabularies on at most the sample's first N documents (default: {DEFAULT_TRAIN_DOCS})",
+    )
+    t.add_argument(
+        "--train-bytes", type=_size_or_all, default=DEFAULT_TRAIN_BYTES, metavar="SIZE",
+        help="... and on at most SIZE of their UTF-8 text (the document that reaches it whole), e.g. 256M; "
+        "'all': no limit "
+        f"(default: {DEFAULT_TRAIN_BYTES >> 20}M)",
+    )
     c = t.add_mutually_exclusive_group()
     c.add_argument("--cache-dir", default=None, metavar="DIR", help="cache of trained vocabularies and tokenized shards (default: $DEPSTAT_CACHE, else ~/.cache/depstat)")
     c.add_argument("--no-cache", action="store_true", help="tokenize from scratch and write no cache")
@@ -204,6 +218,7 @@ def run_profile(args: argparse.Namespace) -> Profile:
         max_tokens=args.max_tokens,
         vocab_size=args.vocab_size,
         train_docs=args.train_docs,
+        train_bytes=args.train_bytes,
         seed=args.seed,
         cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()),
         workers=args.workers,

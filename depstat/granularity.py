@@ -28,6 +28,11 @@ from depstat.stream import Spool, TokenStream, as_token_array, file_backed, toke
 DEFAULT_LADDER = ("bytes", "bpe-1k", "bpe-8k", "bpe-32k", "words")
 _BPE = re.compile(r"^bpe-(\d+)(k?)$")
 SPOOL_COPY = 1 << 24  # ids narrowed from one spooled file to another this many at a time
+# Vocabularies are trained on the sample's first documents, at most this many and this much
+# text: BPE training took about 5 s for 20 MB of English here (one vocabulary), so a sample
+# of long documents (books, source files) would otherwise train on gigabytes.
+DEFAULT_TRAIN_DOCS = 20_000
+DEFAULT_TRAIN_BYTES = 64 << 20
 
 
 def bpe_vocab_size(name: str) -> int | None:
@@ -203,6 +208,18 @@ def ids_stream(documents: Iterable[Document], vocab_size: int | None, spool: boo
     )
 
 
+def training_texts(texts: Iterable[str], max_docs: int | None, max_bytes: int | None) -> Iterator[str]:
+    """The first texts, up to ``max_docs`` of them and until ``max_bytes`` of UTF-8 are reached
+    (the text that reaches it included); None: no such limit. Bounds the cost of training a
+    vocabulary whatever the documents' lengths."""
+    n_bytes = 0
+    for i, text in enumerate(texts):
+        if (max_docs is not None and i >= max_docs) or (max_bytes is not None and n_bytes >= max_bytes):
+            return
+        n_bytes += len(text.encode("utf-8")) if max_bytes is not None else 0
+        yield text
+
+
 def text_streams(
     documents: Callable[[], Iterator[Document]],
     names: list[str],
@@ -210,29 +227,31 @@ def text_streams(
     train_docs: int | None = None,
     cache: TokenCache | None = None,
     encode: Callable[..., TokenStream] = encode_stream,
+    train_bytes: int | None = None,
 ) -> Iterator[TokenStream]:
     """One TokenStream per granularity, re-reading the documents for each (streaming).
 
-    BPE and word vocabularies are trained on the first ``train_docs`` documents of the
-    sample (all of it when None), the same documents for every vocabulary size. With a
-    ``cache``, trained vocabularies and encoded shards are reused across runs. ``encode``
+    BPE and word vocabularies are trained on the first documents of the sample, at most
+    ``train_docs`` of them and until ``train_bytes`` of text (``training_texts``; all of it
+    when both are None), the same documents for every vocabulary size. With a ``cache``,
+    trained vocabularies and encoded shards are reused across runs. ``encode``
     (``encode_stream``'s signature) turns documents into a stream: here, or on Dask
     workers (``depstat.distributed.WorkerEncoder``).
     """
-    def texts(limit: int | None = None) -> Iterator[str]:
-        for i, doc in enumerate(documents()):
-            if limit is not None and i >= limit:
-                return
-            yield doc.text
+    def texts() -> Iterator[str]:
+        return (doc.text for doc in documents())
+
+    def sample() -> Iterator[str]:
+        return training_texts(texts(), train_docs, train_bytes)
 
     @functools.cache
     def sample_digest() -> str:
-        return digest_texts(texts(train_docs))
+        return digest_texts(sample())
 
     def trained(name: str) -> Tokenizer:
         size = bpe_vocab_size(name)
         def train() -> Tokenizer:
-            return train_words(texts(train_docs)) if size is None else train_bpe(texts(train_docs), size)
+            return train_words(sample()) if size is None else train_bpe(sample(), size)
         if cache is None:
             return train()
         return cache.tokenizer(training_key("words" if size is None else f"bpe-{size}", sample_digest()), train)

@@ -27,7 +27,9 @@ from depstat.corpus import Corpus, Document, open_corpus
 from depstat.counting import PairCounter
 from depstat.distributed import DaskCounter, Engine, engine
 from depstat.errors import DepstatError
-from depstat.granularity import DEFAULT_LADDER, check_names, ids_stream, text_streams
+from depstat.granularity import (
+    DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS, check_names, ids_stream, text_streams,
+)
 from depstat.kernels import NOTE_BLOCKS
 from depstat.progress import bar
 from depstat.stream import TokenStream
@@ -239,7 +241,8 @@ def profile(
     max_docs: int | None = None,
     max_tokens: int | None = None,
     vocab_size: int | None = None,
-    train_docs: int | None = 20_000,
+    train_docs: int | None = DEFAULT_TRAIN_DOCS,
+    train_bytes: int | None = DEFAULT_TRAIN_BYTES,
     seed: int = 0,
     cache_dir: str | Path | None = None,
     workers: int | None = None,
@@ -254,7 +257,9 @@ def profile(
     ``offsets`` replaces the log-spaced grid up to ``max_offset`` when given. The sample
     is the first documents in reading order, up to ``max_docs`` documents and
     ``max_tokens`` tokens of the finest granularity (UTF-8 bytes for text, the given ids
-    for pre-tokenized input), so every granularity sees the same documents. With
+    for pre-tokenized input), so every granularity sees the same documents. BPE and word
+    vocabularies are trained on the sample's first documents, at most ``train_docs`` of
+    them and until ``train_bytes`` of text (None: no such limit). With
     ``cache_dir`` (e.g. ``depstat.cache.default_cache_dir()``), trained vocabularies and
     tokenized shards are kept there and reused (``depstat.cache``); ``Profile.run`` says
     how many, and the seconds spent tokenizing, counting and estimating. With ``workers``
@@ -267,7 +272,8 @@ def profile(
     if not 2 <= n_blocks <= NOTE_BLOCKS:
         raise DepstatError(f"the jackknife needs 2 to {NOTE_BLOCKS:,} blocks, got {n_blocks}",
                            hint="--blocks 20 is the default")
-    for name, value in (("max_docs", max_docs), ("max_tokens", max_tokens)):
+    for name, value in (("max_docs", max_docs), ("max_tokens", max_tokens), ("train_docs", train_docs),
+                        ("train_bytes", train_bytes)):
         if value is not None and value < 1:
             raise DepstatError(f"--{name.replace('_', '-')} must be positive, got {value}")
     cache = TokenCache(cache_dir) if cache_dir is not None else None
@@ -283,7 +289,7 @@ def profile(
     ):
         return _profile(
             corpus, source, granularities, tokenizers, grid, estimator, confidence, n_blocks,
-            max_docs, max_tokens, vocab_size, train_docs, seed, cache, run,
+            max_docs, max_tokens, vocab_size, (train_docs, train_bytes), seed, cache, run,
         )
 
 
@@ -311,7 +317,7 @@ def _local_copy(corpus: Corpus, max_docs: int | None, max_tokens: int | None) ->
 def _profile(
     corpus: Corpus, source: Corpus, granularities: Sequence[str] | None, tokenizers: Sequence[str],
     grid: np.ndarray, estimator: str, confidence: float, n_blocks: int, max_docs: int | None,
-    max_tokens: int | None, vocab_size: int | None, train_docs: int | None, seed: int,
+    max_tokens: int | None, vocab_size: int | None, train: tuple[int | None, int | None], seed: int,
     cache: TokenCache | None, run: Engine,
 ) -> Profile:
     """The body of ``profile``: ``source`` is read, ``corpus`` is what gets described."""
@@ -336,7 +342,8 @@ def _profile(
         names = check_names(granularities if granularities is not None else DEFAULT_LADDER)
         if not names and not tokenizers:
             raise DepstatError("no granularity chosen")
-        streams = text_streams(documents, names, tokenizers, train_docs=train_docs, cache=cache, encode=run.encode)
+        streams = text_streams(documents, names, tokenizers, train_docs=train[0], cache=cache, encode=run.encode,
+                               train_bytes=train[1])
 
     tables, facts, skipped = [], {}, {}
     seconds = {"tokenize": 0.0, "count": 0.0, "estimate": 0.0}
@@ -358,7 +365,7 @@ def _profile(
         table=pl.concat(tables),
         granularities=facts,
         corpus={**corpus.describe(), **_read_stats(corpus)},
-        sampling=_sampling_rule(max_docs, max_tokens, corpus.kind, train_docs),
+        sampling=_sampling_rule(max_docs, max_tokens, corpus.kind, *train),
         estimator=estimator,
         confidence=confidence,
         skipped_offsets=skipped,
@@ -380,7 +387,9 @@ def _sample(corpus: Corpus, max_docs: int | None, max_tokens: int | None) -> Ite
             return
 
 
-def _sampling_rule(max_docs: int | None, max_tokens: int | None, kind: str, train_docs: int | None) -> dict:
+def _sampling_rule(
+    max_docs: int | None, max_tokens: int | None, kind: str, train_docs: int | None, train_bytes: int | None,
+) -> dict:
     unit = "given token ids" if kind == "ids" else "UTF-8 bytes"
     if max_docs is None and max_tokens is None:
         rule = "whole corpus"
@@ -393,9 +402,11 @@ def _sampling_rule(max_docs: int | None, max_tokens: int | None, kind: str, trai
         rule = "first documents in reading order: " + "; ".join(parts)
     out = {"rule": rule, "max_docs": max_docs, "max_tokens": max_tokens, "token_unit": unit}
     if kind == "text":
+        limits = ([f"at most {train_docs} documents"] if train_docs is not None else []) + (
+            [f"until {train_bytes:,} bytes of text (the last document whole)"] if train_bytes is not None else [])
         out["tokenizer_training"] = (
-            f"BPE and word vocabularies trained on the first {train_docs} sampled documents"
-            if train_docs else "BPE and word vocabularies trained on the whole sample"
+            f"BPE and word vocabularies trained on the first sampled documents: {'; '.join(limits)}"
+            if limits else "BPE and word vocabularies trained on the whole sample"
         )
     return out
 

@@ -16,7 +16,7 @@ import depstat
 from depstat.cli import main
 from depstat.counting import PairCounter
 from depstat.corpus import Document
-from depstat.granularity import encode_stream, ids_stream
+from depstat.granularity import encode_stream, ids_stream, training_texts
 from depstat.profile import Profile, log_offsets, mi_profile
 from depstat.stream import TokenStream
 from depstat.synth import MarkovChain, stationary
@@ -91,6 +91,42 @@ def test_max_docs_and_max_tokens_take_the_first_documents(small_corpus: Path) ->
     q = depstat.profile(str(small_corpus), granularities=["bytes"], max_tokens=3000, max_offset=16)
     assert q.granularities["bytes"]["n_tokens"] >= 3000
     assert "3000 UTF-8 bytes" in q.sampling["rule"]
+
+
+def test_training_texts_stop_at_either_limit_with_the_last_document_whole() -> None:
+    texts = ["ab", "é" * 3, "cd", "ef"]  # 2, 6, 2 and 2 bytes of UTF-8
+    assert list(training_texts(iter(texts), None, None)) == texts
+    assert list(training_texts(iter(texts), 2, None)) == texts[:2]
+    assert list(training_texts(iter(texts), None, 3)) == texts[:2]  # "é" * 3 reaches 3 bytes: kept whole
+    assert list(training_texts(iter(texts), None, 8)) == texts[:2]
+    assert list(training_texts(iter(texts), None, 9)) == texts[:3]
+    assert list(training_texts(iter(texts), 1, 100)) == texts[:1]
+
+
+def test_vocabularies_are_trained_on_the_first_bytes_of_text(tmp_path: Path) -> None:
+    words = [f"w{i:04d}" for i in range(400)]  # each document has words of its own
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": " ".join(words[k : k + 20])}) + "\n" for k in range(0, 400, 20)))
+    doc_bytes = len(" ".join(words[:20]).encode())
+    full = depstat.profile(str(path), granularities=["words"], max_offset=4, train_bytes=None)
+    cut = depstat.profile(str(path), granularities=["words"], max_offset=4, train_bytes=2 * doc_bytes)
+    assert full.granularities["words"]["vocab_size"] == 401  # every word and [UNK]
+    assert cut.granularities["words"]["vocab_size"] == 41  # the first two documents' words
+    assert f"until {2 * doc_bytes:,} bytes of text" in cut.sampling["tokenizer_training"]
+    assert "whole sample" in depstat.profile(
+        str(path), granularities=["words"], max_offset=4, train_docs=None, train_bytes=None,
+    ).sampling["tokenizer_training"]
+
+
+def test_cli_reads_train_bytes_as_a_size_or_all(small_corpus: Path, tmp_path: Path) -> None:
+    rules = {}
+    for value in ("all", "1K"):
+        out = tmp_path / value
+        assert main(["profile", str(small_corpus), "-g", "words", "--max-offset", "4", "--train-bytes", value,
+                     "--no-cache", "--out", str(out)]) == 0
+        rules[value] = json.loads((out / "summary.json").read_text())["sampling"]["tokenizer_training"]
+    assert rules["all"].endswith("at most 20000 documents")
+    assert rules["1K"].endswith("at most 20000 documents; until 1,024 bytes of text (the last document whole)")
 
 
 def test_pre_tokenized_stream_with_eos(tmp_path: Path) -> None:
@@ -255,6 +291,8 @@ def test_skip_bad_counts_what_it_skipped(tmp_path: Path) -> None:
         ({"max_offset": 0}, "--max-offset"),
         ({"n_blocks": 1}, "2 to 32,767 blocks"),
         ({"n_blocks": 40_000}, "2 to 32,767 blocks"),
+        ({"train_docs": 0}, "--train-docs must be positive"),
+        ({"train_bytes": 0}, "--train-bytes must be positive"),
     ],
 )
 def test_bad_parameters_are_rejected_at_the_edge(small_corpus: Path, kwargs: dict, message: str) -> None:
