@@ -29,8 +29,8 @@ DEFAULT_LADDER = ("bytes", "bpe-1k", "bpe-8k", "bpe-32k", "words")
 _BPE = re.compile(r"^bpe-(\d+)(k?)$")
 SPOOL_COPY = 1 << 24  # ids narrowed from one spooled file to another this many at a time
 # Vocabularies are trained on the sample's first documents, at most this many and this much
-# text: BPE training took about 5 s for 20 MB of English here (one vocabulary), so a sample
-# of long documents (books, source files) would otherwise train on gigabytes.
+# text: training reads all of it, so a document count alone would let a sample of long
+# documents (books, source files) train on gigabytes.
 DEFAULT_TRAIN_DOCS = 20_000
 DEFAULT_TRAIN_BYTES = 64 << 20
 
