@@ -76,9 +76,8 @@ def corpus_options() -> argparse.ArgumentParser:
     )
     t.add_argument(
         "--train-bytes", type=_size_or_all, default=DEFAULT_TRAIN_BYTES, metavar="SIZE",
-        help="... and on at most SIZE of their UTF-8 text (the document that reaches it whole), e.g. 256M; "
-        "'all': no limit "
-        f"(default: {DEFAULT_TRAIN_BYTES >> 20}M)",
+        help="and on at most SIZE of their UTF-8 text, the document that reaches it whole; e.g. 256M, "
+        f"or 'all' for no limit (default: {DEFAULT_TRAIN_BYTES >> 20}M)",
     )
     c = t.add_mutually_exclusive_group()
     c.add_argument("--cache-dir", default=None, metavar="DIR", help="cache of trained vocabularies and tokenized shards (default: $DEPSTAT_CACHE, else ~/.cache/depstat)")
