@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,analysis,end_to_end,dask,graph,null_sweep}.txt.
+# Run the benchmarks and write their output to $OUT/{speed,phases,phases_1m,accuracy,order,analysis,end_to_end,dask,graph,null_sweep}.txt.
 # Usage: benchmarks/run.sh [--quick]
 # Environment: PYTHON (interpreter, default python), OUT (output folder, default benchmarks/output),
 # ONLY (space-separated names to run, e.g. ONLY="speed dask"; default all but the comparisons below).
@@ -28,6 +28,7 @@ speed_args=()
 phases_args=()
 phases_1m_args=(--tokens 1000000 --offsets 10)
 accuracy_args=()
+order_args=()
 analysis_args=()
 end_to_end_args=()
 dask_args=()
@@ -38,6 +39,7 @@ if [[ "${1:-}" == "--quick" ]]; then
     phases_args=(--tokens 250000 --repeats 1)
     phases_1m_args=(--tokens 100000 --offsets 10 --repeats 1)
     accuracy_args=(--quick)
+    order_args=(--quick)
     analysis_args=(--quick)
     end_to_end_args=(--mb 10 --max-offset 256 --encode-mb 2)
     dask_args=(--tokens 300000)
@@ -80,6 +82,7 @@ run scaling "$PYTHON" benchmarks/bench_scaling.py
 run scaling_words "$PYTHON" benchmarks/bench_scaling.py --streams words --mb 1100
 run scaling_1g "$PYTHON" benchmarks/bench_scaling.py --streams bytes,bpe-8k --sizes 1e7,1e8,3e8,1e9 --offset-counts 8,29 \
     --rounds 2 --mb 1100
+run order "$PYTHON" benchmarks/bench_order.py "${order_args[@]}"
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
 run versions_10m "$PYTHON" benchmarks/bench_versions.py --tokens 10000000 --streams bytes,bpe-8k,bpe-32k --rounds 5 \
     "${versions_args[@]}"

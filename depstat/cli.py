@@ -19,7 +19,11 @@ from depstat.errors import DepstatError
 from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
 from depstat.granularity import DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS
 from depstat.kernels import NOTE_BLOCKS
-from depstat.profile import DEFAULT_BLOCKS, DEFAULT_MAX_OFFSET, Profile, log_offsets, profile
+from depstat.profile import (
+    DEFAULT_BLOCKS, DEFAULT_MAX_OFFSET, DEFAULT_NULL_DRAWS, DEFAULT_ORDER, DEFAULT_POPULATION, FEW_DOCS_SHARE, ORDERS,
+    POPULATIONS, Profile, log_offsets, profile,
+)
+from depstat.sampling import DEFAULT_SAMPLE, SAMPLE_RULES
 from depstat.recommend import DEFAULT_MARGIN, PAPER_C
 
 
@@ -61,8 +65,14 @@ def corpus_options() -> argparse.ArgumentParser:
     g.add_argument("--split", default="train", help="split of a Hugging Face / saved dataset (default: train)")
     g.add_argument("--hf-config", default=None, help="configuration name of a Hugging Face dataset")
     g.add_argument("--skip-bad", action="store_true", help="skip and count bad records instead of stopping at the first")
-    g.add_argument("--max-docs", type=int, default=None, help="profile only the first N documents")
-    g.add_argument("--max-tokens", type=int, default=None, help="stop adding documents once N tokens (UTF-8 bytes for text) are read")
+    g.add_argument("--max-docs", type=int, default=None, help="profile a sample of N documents (see --sample)")
+    g.add_argument("--max-tokens", type=int, default=None, help="profile a sample of about N tokens (UTF-8 bytes for text; the last document whole)")
+    g.add_argument(
+        "--sample", default=DEFAULT_SAMPLE, choices=SAMPLE_RULES,
+        help="random: a seeded random sample of whole documents across the corpus, which reads every document once "
+        "to draw it (a streamed dataset: the first of its seeded shuffle); first: the first documents in reading "
+        "order, reading no further (default: random)",
+    )
     t = p.add_argument_group("granularities")
     t.add_argument(
         "--granularity", "-g", action="append", default=None,
@@ -72,7 +82,7 @@ def corpus_options() -> argparse.ArgumentParser:
     t.add_argument("--tokenizer", action="append", default=[], metavar="PATH", help="add a tokenizer.json (repeatable)")
     t.add_argument(
         "--train-docs", type=int, default=DEFAULT_TRAIN_DOCS, metavar="N",
-        help=f"train BPE/word vocabularies on at most the sample's first N documents (default: {DEFAULT_TRAIN_DOCS})",
+        help=f"train BPE/word vocabularies on at most N of the sample's documents, those of smallest content hash (default: {DEFAULT_TRAIN_DOCS})",
     )
     t.add_argument(
         "--train-bytes", type=_size_or_all, default=DEFAULT_TRAIN_BYTES, metavar="SIZE",
@@ -88,7 +98,18 @@ def corpus_options() -> argparse.ArgumentParser:
     e.add_argument("--estimator", default=DEFAULT_ESTIMATOR, choices=ESTIMATORS, help=f"MI estimator (default: {DEFAULT_ESTIMATOR})")
     e.add_argument("--confidence", type=float, default=0.95, help="interval confidence level (default: 0.95)")
     e.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help=f"jackknife blocks, 2 to {NOTE_BLOCKS:,} (default: {DEFAULT_BLOCKS})")
-    e.add_argument("--seed", type=int, default=0, help="seed of the i.i.d. null (shuffle estimator)")
+    e.add_argument("--seed", type=int, default=0, help="seed of the sample, of the order documents are counted in and of the nulls (default: 0)")
+    e.add_argument("--null-draws", type=int, default=DEFAULT_NULL_DRAWS, metavar="N", help=f"null draws averaged by a null-corrected estimator, their spread in the interval (default: {DEFAULT_NULL_DRAWS})")
+    e.add_argument(
+        "--document-order", default=DEFAULT_ORDER, choices=ORDERS,
+        help="shuffled: count documents in a seeded order, so the profile does not depend on the order they come in; "
+        "reading: as they come (the rotation null and jackknife groups then follow the file's grouping) (default: shuffled)",
+    )
+    e.add_argument(
+        "--population", default=DEFAULT_POPULATION, choices=POPULATIONS,
+        help="all: every document gives the pairs it has; fixed: only documents longer than the largest offset, so "
+        "every offset rests on the same documents (default: all)",
+    )
     e.add_argument(
         "--pair-memory", type=_size, default=None, metavar="SIZE",
         help="cap the local counter's pair buffers (e.g. 512M) and keep token streams in memory-mapped "
@@ -154,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--out", default=None, help="directory for profile.parquet and summary.json")
     o.add_argument("--format", choices=["table", "json"], default="table", help="console output (default: table)")
     o.add_argument("--report", action="store_true", help="also write report.html and report.md into --out")
+    o.add_argument("--save-replicates", action="store_true", help="also write replicates.parquet into --out: each jackknife group's whole profile")
 
     s = sub.add_parser("selfsim", parents=[corpus, analysis], help="self-similarity report across granularities")
     s.add_argument("source", help=source_help)
@@ -225,6 +247,10 @@ def run_profile(args: argparse.Namespace) -> Profile:
         shared_dir=args.shared_dir,
         shard_tokens=args.shard_tokens,
         pair_memory=args.pair_memory,
+        sample=args.sample,
+        null_draws=args.null_draws,
+        order=args.document_order,
+        population=args.population,
         text_field=args.text_field,
         ids_field=args.ids_field,
         eos_id=args.eos_id,
@@ -268,6 +294,13 @@ def render(result: Profile) -> str:
     for name, offsets in result.skipped_offsets.items():
         if offsets:
             lines.append(f"{name}: offsets {offsets} skipped (fewer than 64 pairs)")
+    for name, g in summary["granularities"].items():
+        if g["few_documents_from_offset"] is not None:
+            lines.append(
+                f"{name}: offsets from {g['few_documents_from_offset']} rest on fewer than {FEW_DOCS_SHARE:.0%} of the "
+                f"{g['n_docs']} documents ({g['documents_at_largest_offset']} at the largest): a change of population "
+                "as well as of distance; --population fixed keeps only documents longer than the largest offset"
+            )
     return "\n".join(lines)
 
 
@@ -361,6 +394,8 @@ def cmd_profile(args: argparse.Namespace) -> int:
     """depstat profile: profile, analyse (when possible), save, print."""
     if args.report and not args.out:
         raise DepstatError("--report needs --out DIR")
+    if args.save_replicates and not args.out:
+        raise DepstatError("--save-replicates needs --out DIR")
     result = run_profile(args)
     note = None
     try:
@@ -368,7 +403,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     except DepstatError as err:  # the profile stands on its own; say why the advice is missing
         note = f"analysis skipped: {err}"
     if args.out:
-        result.save(args.out)
+        result.save(args.out, replicates=args.save_replicates)
         if args.report and result.analysis:
             from depstat.report import build_report
 

@@ -248,6 +248,18 @@ class Corpus:
 
         return isinstance(self._dataset, IterableDataset)
 
+    def shuffled(self, seed: int, buffer_size: int) -> Corpus:
+        """A streamed dataset read in a seeded random order: ``datasets`` shuffles its shards and
+        draws rows from a buffer of ``buffer_size``, so the first documents come from across the
+        dataset, not from its first shard. Other corpora are returned as they are."""
+        if not self.streamed:
+            return self
+        copy = object.__new__(Corpus)
+        copy.__dict__.update(self.__dict__)
+        copy._dataset = self._dataset.shuffle(seed=seed, buffer_size=buffer_size)
+        copy.stats = ReadStats()
+        return copy
+
     # -- reading -------------------------------------------------------------------------------
 
     def __iter__(self) -> Iterator[Document]:

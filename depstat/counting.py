@@ -96,15 +96,22 @@ def slot_arrays(
     )
 
 
-def jackknife_blocks(doc_lengths: np.ndarray, n_blocks: int) -> tuple[np.ndarray, str]:
+def jackknife_blocks(
+    doc_lengths: np.ndarray, n_blocks: int, doc_groups: np.ndarray | None = None,
+) -> tuple[np.ndarray, str]:
     """Start positions of contiguous jackknife blocks, and what a block is.
 
-    With at least two documents per block the cuts fall on document boundaries, so a
-    block is a set of whole documents; otherwise the stream is cut into equal runs of
-    tokens (a block jackknife, valid when dependence is short compared with a block).
+    With ``doc_groups`` (each document's group, non-decreasing) a block is a group of
+    documents. Otherwise, with at least two documents per block the cuts fall on document
+    boundaries, so a block is a set of whole documents; else the stream is cut into equal
+    runs of tokens (a block jackknife, valid when dependence is short compared with a block).
     """
     ends = np.cumsum(doc_lengths)
     total = int(ends[-1]) if len(ends) else 0
+    if doc_groups is not None and len(doc_groups) and len(np.unique(doc_groups)) >= 2:
+        change = np.flatnonzero(np.diff(doc_groups)) + 1  # first document of each later group
+        starts = np.unique(np.concatenate([[0], ends[change - 1], [total]])).astype(np.int64)
+        return starts, "documents"
     targets = total * np.arange(1, n_blocks) // n_blocks
     if len(doc_lengths) >= 2 * n_blocks:
         cuts = ends[np.searchsorted(ends, targets)]
@@ -172,7 +179,7 @@ class PairCounter:
         self.doc_ends = np.cumsum(stream.doc_lengths)
         if not 2 <= n_blocks <= kernels.NOTE_BLOCKS:  # the partitioned kernel notes a block in 15 bits
             raise DepstatError(f"the jackknife needs 2 to {kernels.NOTE_BLOCKS:,} blocks, got {n_blocks}")
-        self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
+        self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks, stream.doc_groups)
         self.n_blocks = len(self.block_starts) - 1
         self.shift = max(n // 2, 1)
         self.seed = seed

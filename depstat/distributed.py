@@ -323,7 +323,7 @@ class DaskCounter:
         self.stream = stream
         self.client = client
         self.seed = seed
-        self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks)
+        self.block_starts, self.block_unit = jackknife_blocks(stream.doc_lengths, n_blocks, stream.doc_groups)
         self.n_blocks = len(self.block_starts) - 1
         self.threads = sum(client.nthreads().values())
         self.thread_memory = thread_memory(client)
@@ -371,7 +371,7 @@ class DaskCounter:
             self.tasks += 1
             futures.append(self.client.submit(
                 _shard_entries, str(self.path), lo, hi, self._doc_ends_of(lo, hi), spec, self.shift, vocab,
-                key=f"depstat-probe-{i}-{self.path.stem}-{_spec_key(spec)}"))
+                key=f"depstat-probe-{i}-{self.path.stem}-{_spec_key([spec, self.shift, self.block_starts.tolist()])}"))
         with failing_tasks(self._memory_hint()):
             held = self.client.gather(futures)
         self.entries = max(n / (int(self.bounds[i + 1]) - int(self.bounds[i])) for i, n in zip(picks, held))
@@ -415,7 +415,8 @@ class DaskCounter:
         estimator in which they cancel (``estimators.needs_first_marginal``)."""
         slots, spec, base_of = batch_spec(offsets, partners, self.seed)
         vocab = int(self.stream.vocab_size)
-        tag = f"{self.path.stem}-{_spec_key([spec, jackknife, first_marginal])}"  # a key names one computation
+        # a key names one computation: the null's shift and the blocks are part of it
+        tag = f"{self.path.stem}-{_spec_key([spec, self.shift, self.block_starts.tolist(), jackknife, first_marginal])}"
         n_ranges, n_slots = len(self.key_edges) - 1, len(slots)
 
         def submit(*args, key: str):

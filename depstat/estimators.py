@@ -3,7 +3,8 @@
 Every estimator here is a function of the sums that ``depstat.kernels`` returns for the
 real pairs and, for the null-corrected ones, for pairs whose partner comes from a null
 process. Because the kernels also return how each sum changes when one block of the
-corpus is deleted, every estimator gets delete-one-block jackknife replicates for free.
+corpus is deleted, every estimator gets delete-a-group jackknife replicates for free (weighted by
+the groups' pairs, ``jackknife_se``).
 
 Estimators (MI in bits):
 
@@ -12,7 +13,7 @@ Estimators (MI in bits):
 - ``miller-madow``: plug-in entropies plus (K - 1) / 2N each. Under-corrects when the
   joint table is undersampled.
 - ``grassberger``: Grassberger's (2003) entropy estimator, H = ln N - sum n G(n) / N.
-- ``jackknife``: delete-one-block jackknife bias correction of the plug-in value.
+- ``jackknife``: delete-a-group jackknife bias correction of the plug-in value.
 - ``shuffle``: plug-in minus the plug-in MI of an i.i.d. null (partner drawn at random).
 - ``rotation``: plug-in minus the plug-in MI of a rotation null (partner taken half the
   corpus away), which keeps the autocorrelation of the partner stream.
@@ -128,9 +129,8 @@ def estimate(name: str, real: TableSums, nulls: dict[str, TableSums]) -> float |
     if name in BASE_ESTIMATORS:
         return base_mi(real, name)
     if name == "jackknife":
-        reps, used = block_replicates(name, real, nulls)  # the plug-in's, one level
-        g = used.sum(axis=-1)
-        out = g * base_mi(real, "plugin") - (g - 1) * _mean_over(reps, used)
+        reps, _ = block_replicates(name, real, nulls)  # the plug-in's, one level
+        out = weighted_jackknife_estimate(Replicates(base_mi(real, "plugin"), reps, np.asarray(real.block_pairs)))
         return float(out) if np.ndim(out) == 0 else out
     kind, null = NULL_ESTIMATORS[name]
     with np.errstate(divide="ignore", invalid="ignore"):  # H(first) cancels: its sums are not read
@@ -158,9 +158,69 @@ def replicates(name: str, real: TableSums, nulls: dict[str, TableSums]) -> np.nd
     return reps[used]
 
 
-def _mean_over(values: np.ndarray, used: np.ndarray) -> np.ndarray:
-    """Mean of ``values`` over the ``used`` entries of the last axis."""
-    return np.where(used, values, 0.0).sum(axis=-1) / used.sum(axis=-1)
+@dataclass(frozen=True)
+class Replicates:
+    """Delete-a-group jackknife replicates of an estimate, one row per offset (stacked sums).
+
+    ``values[..., g]`` is the estimate without group g's pairs, ``full`` the same estimator
+    on every pair (the plug-in for the ``jackknife`` estimator, whose replicates are the
+    plug-in's), ``pairs[..., g]`` the pairs group g holds; only groups with pairs are replicates.
+    """
+
+    full: np.ndarray
+    values: np.ndarray
+    pairs: np.ndarray
+
+    @property
+    def used(self) -> np.ndarray:
+        return self.pairs > 0
+
+
+def estimate_draws(
+    name: str, real: TableSums, draws: Sequence[dict[str, TableSums]],
+) -> tuple[np.ndarray, Replicates, np.ndarray]:
+    """The named estimator averaged over null draws: (points, replicates, standard error of the
+    draw average). Each draw is a dict of null sums (one empty dict for an estimator without a
+    null); the estimators are linear in the null's sums' entropies, so the average of the draws'
+    estimates, and of their replicates, is the estimate against the average null. The draw
+    average's standard error is the draws' spread / sqrt(draws) (0 with one draw)."""
+    draws = list(draws) or [{}]
+    points = np.array([np.asarray(estimate(name, real, nulls), dtype=float) for nulls in draws])
+    values = np.mean([block_replicates(name, real, nulls)[0] for nulls in draws], axis=0)
+    point = points.mean(axis=0)
+    full = np.asarray(base_mi(real, "plugin"), dtype=float) if name == "jackknife" else point
+    draw_se = points.std(axis=0, ddof=1) / np.sqrt(len(draws)) if len(draws) > 1 else np.zeros_like(point)
+    return point, Replicates(full, values, np.asarray(real.block_pairs)), draw_se
+
+
+def jackknife_se(reps: Replicates) -> np.ndarray:
+    """Standard error of the weighted delete-a-group jackknife (Busing, Meijer and van der
+    Leeden 1999), groups weighted by their pairs; with equal groups it is the usual
+    sqrt((G-1)/G sum (theta_-g - mean)^2). NaN under 2 groups with pairs."""
+    used = reps.used
+    m = np.where(used, reps.pairs, 0).astype(float)
+    n = m.sum(axis=-1, keepdims=True)
+    g = used.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.where(used, n / m, np.inf)
+        full = np.asarray(reps.full, dtype=float)[..., None]
+        theta_j = g * full[..., 0] - np.sum(np.where(used, (1 - m / n) * reps.values, 0.0), axis=-1)
+        pseudo = h * full - (h - 1) * reps.values
+        terms = np.where(used & (h > 1), (pseudo - theta_j[..., None]) ** 2 / (h - 1), 0.0)
+        se = np.sqrt(terms.sum(axis=-1) / g)
+    return np.where(g >= 2, se, np.nan)
+
+
+def weighted_jackknife_estimate(reps: Replicates) -> np.ndarray:
+    """The weighted delete-a-group jackknife's bias-corrected estimate,
+    G theta - sum_g (1 - m_g / n) theta_-g (the usual G theta - (G-1) mean with equal groups)."""
+    used = reps.used
+    m = np.where(used, reps.pairs, 0).astype(float)
+    n = m.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lost = np.sum(np.where(used, (1 - m / n[..., None]) * reps.values, 0.0), axis=-1)
+    return used.sum(axis=-1) * np.asarray(reps.full, dtype=float) - lost
+
 
 
 @functools.lru_cache(maxsize=256)
@@ -170,25 +230,36 @@ def _t_quantile(q: float, dof: int) -> float:
     return float(stats.t.ppf(q, dof))
 
 
-def jackknife_intervals(
-    points: np.ndarray, reps: np.ndarray, used: np.ndarray, confidence: float
+def intervals(
+    points: np.ndarray, reps: Replicates, confidence: float, draw_se: np.ndarray | float = 0.0,
+    bias: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(standard error, low, high) of delete-one-block jackknifes, Student-t with G-1 df, one per
-    row of ``reps`` (the replicates over the last axis where ``used``); NaN under 2 replicates."""
+    """(standard error, low, high) per row: the weighted jackknife's error and the null draws'
+    (``draw_se``) added in quadrature, Student-t with G-1 df; NaN under 2 replicates. A
+    ``bias`` bound (``jackknife_bias``) is added to the half-width in quadrature."""
     points = np.asarray(points, dtype=float)
-    g = used.sum(axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        spread = np.where(used, reps - _mean_over(reps, used)[..., None], 0.0)
-        se = np.sqrt((g - 1) / g * np.sum(spread**2, axis=-1))
+    g = reps.used.sum(axis=-1)
+    se = np.sqrt(jackknife_se(reps) ** 2 + np.asarray(draw_se, dtype=float) ** 2)
     quantile = np.array([_t_quantile(0.5 + confidence / 2, int(d)) if d >= 1 else np.nan for d in np.ravel(g - 1)])
     se = np.where((g >= 2) & np.isfinite(points), se, np.nan)
-    half = quantile.reshape(np.shape(g)) * se
+    half = np.hypot(quantile.reshape(np.shape(g)) * se, np.asarray(bias, dtype=float))
     return se, points - half, points + half
 
 
+def jackknife_bias(name: str, points: np.ndarray, reps: Replicates) -> np.ndarray:
+    """|estimate - its weighted jackknife bias correction|: the bias the jackknife sees left in
+    the estimate, a bound for the interval (0 for the ``jackknife`` estimator, already corrected).
+    At short offsets of sticky chains the null-corrected estimators keep a bias of several
+    standard errors, which the jackknife over-corrects by a similar amount (docs/estimators.md)."""
+    if name == "jackknife":
+        return np.zeros(np.shape(points))
+    return np.abs(np.asarray(points, dtype=float) - weighted_jackknife_estimate(reps))
+
+
 def jackknife_interval(point: float, reps: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    """(standard error, low, high) of one delete-one-block jackknife, Student-t with G-1 df."""
-    out = jackknife_intervals(np.array(point), np.asarray(reps), np.ones(len(reps), dtype=bool), confidence)
+    """(standard error, low, high) of one delete-one-block jackknife of equal blocks, Student-t with G-1 df."""
+    reps = np.asarray(reps, dtype=float)
+    out = intervals(np.array(point), Replicates(np.array(point), reps, np.ones(len(reps), dtype=np.int64)), confidence)
     return tuple(float(v) for v in out)
 
 

@@ -228,11 +228,13 @@ def text_streams(
     cache: TokenCache | None = None,
     encode: Callable[..., TokenStream] = encode_stream,
     train_bytes: int | None = None,
+    training: Callable[[], Iterator[str]] | None = None,
 ) -> Iterator[TokenStream]:
     """One TokenStream per granularity, re-reading the documents for each (streaming).
 
     BPE and word vocabularies are trained on the first documents of the sample, at most
-    ``train_docs`` of them and until ``train_bytes`` of text (``training_texts``; all of it
+    ``train_docs`` of them and until ``train_bytes`` of text (``training_texts``), or on the
+    texts ``training`` gives when it is given (``Selection.training``); all of it
     when both are None), the same documents for every vocabulary size. With a ``cache``,
     trained vocabularies and encoded shards are reused across runs. ``encode``
     (``encode_stream``'s signature) turns documents into a stream: here, or on Dask
@@ -242,7 +244,7 @@ def text_streams(
         return (doc.text for doc in documents())
 
     def sample() -> Iterator[str]:
-        return training_texts(texts(), train_docs, train_bytes)
+        return training() if training is not None else training_texts(texts(), train_docs, train_bytes)
 
     @functools.cache
     def sample_digest() -> str:

@@ -23,7 +23,7 @@ import polars as pl
 from depstat import __version__
 from depstat import estimators as est
 from depstat.cache import TokenCache
-from depstat.corpus import Corpus, Document, open_corpus
+from depstat.corpus import Corpus, Document, ReadStats, open_corpus
 from depstat.counting import PairCounter
 from depstat.distributed import DaskCounter, Engine, engine
 from depstat.errors import DepstatError
@@ -32,6 +32,10 @@ from depstat.granularity import (
 )
 from depstat.kernels import NOTE_BLOCKS
 from depstat.progress import bar
+from depstat.sampling import (
+    DEFAULT_SAMPLE, SAMPLE_RULES, STREAM_BUFFER, Selection, check_seed, counting_layout, describe,
+    first_documents, select, stream_keys,
+)
 from depstat.stream import TokenStream
 
 T = TypeVar("T")
@@ -53,7 +57,20 @@ SCHEMA = {
     "n_pairs": pl.Int64,
     "n_docs": pl.Int64,
     "estimator": pl.String,
+    "null_draw_se": pl.Float64,  # standard error of the average over null draws, inside "se"
+    "bias_bound": pl.Float64,  # |estimate - its jackknife bias correction|, in the interval with "se"
+    "replicates": pl.List(pl.Float64),  # the estimate without each jackknife group (NaN: no pairs there)
+    "group_pairs": pl.List(pl.Int64),  # the pairs each group holds
 }
+REPLICATE_COLUMNS = ("replicates", "group_pairs")
+DEFAULT_NULL_DRAWS = 2
+ORDERS = ("shuffled", "reading")
+DEFAULT_ORDER = "shuffled"
+POPULATIONS = ("all", "fixed")
+DEFAULT_POPULATION = "all"
+# offsets whose pairs come from fewer than this share of a stream's documents are said to
+# rest on few documents: a change of population, not only of distance
+FEW_DOCS_SHARE = 0.5
 
 
 def log_offsets(max_offset: int, n: int = DEFAULT_N_OFFSETS, extra: Iterable[int] = ()) -> np.ndarray:
@@ -83,7 +100,26 @@ class Profile:
 
     def to_polars(self) -> pl.DataFrame:
         """The profile table (granularity, offset, mi_bits, ci_low, ci_high, ...)."""
-        return self.table
+        return self.table.drop(REPLICATE_COLUMNS, strict=False)
+
+    @property
+    def replicates(self) -> pl.DataFrame:
+        """Whole-profile jackknife replicates, one row per (granularity, group, offset): the
+        estimate without that group's documents (``mi_bits``) and the pairs the group holds.
+        A group is the same documents at every offset and, from ``profile()``, at every
+        granularity, so a statistic of the whole profile (W, a slope) computed on each
+        replicate keeps the covariance across offsets. With ``population="fixed"`` a group
+        left without documents is dropped and the later ones are numbered down."""
+        if "replicates" not in self.table.columns or self.table["replicates"].null_count() == self.table.height:
+            raise DepstatError("this profile holds no replicates", hint="profile again and save with --save-replicates")
+        return (
+            self.table.select("granularity", "offset", "replicates", "group_pairs")
+            .with_columns(pl.int_ranges(pl.col("replicates").list.len()).alias("group"))
+            .explode("replicates", "group_pairs", "group")
+            .filter(pl.col("group_pairs") > 0)
+            .select("granularity", "group", "offset", pl.col("replicates").alias("mi_bits"), "group_pairs")
+            .sort("granularity", "group", "offset")
+        )
 
     def summary(self) -> dict:
         """JSON-able description: corpus, sampling rule, per-granularity facts, estimator."""
@@ -91,8 +127,12 @@ class Profile:
         for name, facts in self.granularities.items():
             rows = self.table.filter(pl.col("granularity") == name)
             insignificant = rows.filter(~pl.col("significant"))["offset"].to_list()
+            counted = facts.get("population_documents", facts["n_docs"])  # --population fixed counts fewer
+            few = rows.filter(pl.col("n_docs") < FEW_DOCS_SHARE * counted)["offset"]
             grans[name] = {
                 **facts,
+                "few_documents_from_offset": int(few.min()) if few.len() else None,
+                "documents_at_largest_offset": int(rows["n_docs"][-1]) if rows.height else None,
                 "offsets": rows.height,
                 "mi_at_1_bits": _first(rows.filter(pl.col("offset") == 1)["mi_bits"]),
                 "first_offset_indistinguishable_from_zero": min(insignificant) if insignificant else None,
@@ -105,7 +145,9 @@ class Profile:
             "sampling": self.sampling,
             "estimator": self.estimator,
             "interval": {
-                "method": "delete-one-block jackknife, Student t",
+                "method": "weighted delete-a-group jackknife over random groups of whole documents, Student t; "
+                          "the spread of the null draws' average added in quadrature; the half-width adds the "
+                          "jackknife's bias bound (bias_bound) in quadrature",
                 "confidence": self.confidence,
                 "noise_floor": "half-width of the interval: MI below it is indistinguishable from zero",
             },
@@ -113,11 +155,15 @@ class Profile:
             **(self.analysis or {}),
         }
 
-    def save(self, out_dir: str | Path) -> Path:
-        """Write profile.parquet and summary.json into ``out_dir`` (created if needed)."""
+    def save(self, out_dir: str | Path, replicates: bool = False) -> Path:
+        """Write profile.parquet and summary.json into ``out_dir`` (created if needed), and
+        with ``replicates`` the whole-profile replicates as replicates.parquet."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        _atomic_write(out / "profile.parquet", lambda p: self.table.write_parquet(p))
+        if replicates:
+            reps = self.replicates
+            _atomic_write(out / "replicates.parquet", lambda p: reps.write_parquet(p))
+        _atomic_write(out / "profile.parquet", lambda p: self.to_polars().write_parquet(p))
         text = json.dumps(self.summary(), indent=2, default=_json_default)
         _atomic_write(out / "summary.json", lambda p: Path(p).write_text(text + "\n"))
         return out
@@ -135,7 +181,7 @@ class Profile:
             for k, g in summary["granularities"].items()
         }
         return cls(
-            table=pl.read_parquet(out / "profile.parquet"),
+            table=_with_replicates(pl.read_parquet(out / "profile.parquet"), out / "replicates.parquet"),
             granularities=grans,
             corpus=summary["corpus"],
             sampling=summary["sampling"],
@@ -146,10 +192,27 @@ class Profile:
         )
 
 
+def _with_replicates(table: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """A saved profile table with its replicate columns back from replicates.parquet (null without it)."""
+    if not path.is_file():
+        return table.with_columns(pl.lit(None, SCHEMA[c]).alias(c) for c in REPLICATE_COLUMNS)
+    reps = pl.read_parquet(path)
+    groups = int(reps["group"].max()) + 1 if reps.height else 0
+    full = (
+        table.select("granularity", "offset")
+        .join(pl.DataFrame({"group": np.arange(groups, dtype=np.int64)}), how="cross")
+        .join(reps, on=["granularity", "offset", "group"], how="left")
+        .sort("granularity", "offset", "group")
+        .group_by("granularity", "offset", maintain_order=True)
+        .agg(pl.col("mi_bits").fill_null(np.nan).alias("replicates"), pl.col("group_pairs").fill_null(0))
+    )
+    return table.join(full, on=["granularity", "offset"], how="left", maintain_order="left")
+
+
 _ANALYSIS_KEYS = ("settings", "W", "granularity_analysis", "self_similarity", "recommendation")
 _DERIVED = {
-    "offsets", "mi_at_1_bits", "first_offset_indistinguishable_from_zero",
-    "offsets_indistinguishable_from_zero", "skipped_offsets",
+    "few_documents_from_offset", "documents_at_largest_offset", "offsets", "mi_at_1_bits",
+    "first_offset_indistinguishable_from_zero", "offsets_indistinguishable_from_zero", "skipped_offsets",
 }
 
 
@@ -163,68 +226,148 @@ def mi_profile(
     interval: bool = True,
     timings: dict[str, float] | None = None,
     counter: Callable[..., PairCounter] = PairCounter,
+    null_draws: int = DEFAULT_NULL_DRAWS,
+    order: str = DEFAULT_ORDER,
+    population: str = DEFAULT_POPULATION,
+    layout: tuple[np.ndarray, np.ndarray | None] | None = None,
 ) -> tuple[pl.DataFrame, list[int]]:
     """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs.
 
-    Records the jackknife unit (a warning for single-document streams, and the Dask graph's
-    shape and task count) in ``stream.info``;
-    adds the seconds spent counting and estimating to ``timings["count"]``/``["estimate"]``,
-    and the counting of this stream alone to ``timings["count <name>"]``.
+    With ``order="shuffled"`` the documents are counted in the order of a seeded hash of
+    their content, or in ``layout``'s order with its jackknife groups
+    (``sampling.counting_layout``), so the profile depends on the set of documents, not on
+    their order; ``"reading"`` counts them as they come. ``null_draws`` rotation nulls (or
+    i.i.d. nulls) are averaged, their spread carried into the interval. ``population="fixed"``
+    keeps only the documents longer than the largest offset, so every offset rests on the same
+    documents. The table's ``replicates`` and ``group_pairs`` columns hold each offset's
+    delete-a-group replicates. Records the jackknife unit, the order, the draws and the
+    population (and a warning for single-document streams, and the Dask graph's shape) in
+    ``stream.info``; adds the seconds spent counting and estimating to
+    ``timings["count"]``/``["estimate"]``, and the counting of this stream alone to
+    ``timings["count <name>"]``.
     """
     clock = _Stopwatch(timings)
     _check_estimator(estimator)
-    if not 0 < confidence < 1:
-        raise DepstatError(f"confidence must be between 0 and 1, got {confidence}")
+    check_profile_options(confidence, null_draws, order, population, seed)
     counting = ("count", f"count {stream.name}")
+    grid = sorted({int(r) for r in offsets})
+    given = stream
     with clock(*counting):
+        stream = _counted_stream(stream, grid, n_blocks, seed, order, population, layout)
         counter = counter(stream, n_blocks=n_blocks, seed=seed)
     stream.info["jackknife_unit"] = counter.block_unit
-    if stream.n_docs < 2 and est.nulls_needed(estimator):
+    nulls = est.nulls_needed(estimator)
+    if stream.n_docs < 2 and nulls:
         stream.info["warning"] = (
             "one document: the null partner lies half the document away, so dependence at that "
             "range would be subtracted as bias"
         )
+    stream.info["null_draws"] = null_draws if nulls else 0
     skipped, usable = [], []
-    for r in sorted({int(r) for r in offsets}):
+    for r in grid:
         (usable if stream.pairs_at(r)[0] >= MIN_PAIRS else skipped).append(r)
-    partners = ("real",) + est.nulls_needed(estimator)
     deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
-    sums: dict[tuple[str, int], est.TableSums] = {}
-    with bar(desc=f"count {stream.name}", unit="offset", total=len(offsets)) as progress:
-        progress.update(len(skipped))
-        for batch, batch_sums in clock.each(counting, counter.sweep(
-                usable, partners, jackknife=deltas, first_marginal=est.needs_first_marginal(estimator))):
-            progress.update(len(batch))
-            sums.update(batch_sums)
+    draws = null_draws if nulls else 1
+    sums: list[dict[tuple[str, int], est.TableSums]] = [{} for _ in range(draws)]
+    shift, base_seed = counter.shift, counter.seed
+    with bar(desc=f"count {stream.name}", unit="offset", total=len(grid) * draws) as progress:
+        progress.update(len(skipped) * draws)
+        for d in range(draws):
+            # draw d: the rotation null's partner further on (null_shift), or the i.i.d. null's
+            # seed moved on; the real pairs are counted with the first draw
+            counter.shift = max(null_shift(stream.n_tokens, d, draws), 1)
+            counter.seed = base_seed + d * 1_000_033
+            partners = (("real",) if d == 0 else ()) + nulls
+            for batch, batch_sums in clock.each(counting, counter.sweep(
+                    usable, partners, jackknife=deltas, first_marginal=est.needs_first_marginal(estimator))):
+                progress.update(len(batch))
+                sums[d].update(batch_sums)
+    counter.shift, counter.seed = shift, base_seed
     if isinstance(counter, DaskCounter):
         stream.info["dask"] = counter.plan
     with clock("estimate"):  # every offset at once: a few kilobytes of sums each
-        rows = _rows(stream, usable, estimator, sums, partners, interval, confidence) if usable else []
+        rows = _rows(stream, usable, estimator, sums, nulls, interval, confidence) if usable else []
     table = pl.DataFrame(rows, schema=SCHEMA)
+    given.info.update(stream.info)  # the stream as counted is a copy: its facts go to the caller's
     return table, skipped
 
 
+def null_shift(n: int, d: int, draws: int) -> int:
+    """How far the rotation null's partner lies in draw d of ``draws``: n/2 + d n / (2 draws),
+    all in [n/2, n), so no two draws are mirror images (shifts s and n - s pair the same
+    documents, in the other direction); one draw is the half-way rotation."""
+    return n // 2 + d * n // (2 * draws)
+
+
+def check_profile_options(confidence: float, null_draws: int, order: str, population: str, seed: int) -> None:
+    """One clear error for a bad confidence, number of null draws, order, population or seed."""
+    if not 0 < confidence < 1:
+        raise DepstatError(f"confidence must be between 0 and 1, got {confidence}")
+    if isinstance(null_draws, bool) or not isinstance(null_draws, (int, np.integer)) or not 1 <= null_draws <= 64:
+        raise DepstatError(f"--null-draws must be an integer from 1 to 64, got {null_draws!r}")
+    if order not in ORDERS:
+        raise DepstatError(f"unknown document order {order!r}", hint="choose one of " + ", ".join(ORDERS))
+    if population not in POPULATIONS:
+        raise DepstatError(f"unknown population {population!r}", hint="choose one of " + ", ".join(POPULATIONS))
+    check_seed(seed)
+
+
+def _counted_stream(
+    stream: TokenStream, offsets: list[int], n_blocks: int, seed: int, order: str, population: str,
+    layout: tuple[np.ndarray, np.ndarray | None] | None,
+) -> TokenStream:
+    """The stream as it is counted: its documents in the order of counting with their
+    jackknife groups, and only those longer than the largest offset for a fixed population."""
+    info = {k: v for k, v in stream.info.items() if k != "population_documents"}
+    info.update(document_order=order, population=population)
+    if order == "shuffled" and stream.n_docs > 1:
+        if layout is None or len(layout[0]) != stream.n_docs:  # groups of this granularity's own tokens
+            info["jackknife_groups"] = "by this granularity's tokens"
+            layout = counting_layout(stream_keys(stream, seed), stream.doc_lengths, n_blocks)
+        stream = stream.reordered(*layout)
+    if population == "fixed":
+        longest = max(offsets)
+        keep = np.flatnonzero(stream.doc_lengths > longest)
+        if keep.size == 0:
+            raise DepstatError(
+                f"granularity {stream.name!r}: --population fixed keeps the documents longer than the largest "
+                f"offset ({longest}), and none is (longest: {int(stream.doc_lengths.max(initial=0))} tokens)",
+                hint="lower --max-offset, or use --population all",
+            )
+        info["population_documents"] = int(keep.size)
+        groups = stream.doc_groups[keep] if stream.doc_groups is not None else None
+        stream = stream.reordered(keep, groups)
+    stream.info = info
+    return stream
+
+
 def _rows(
-    stream: TokenStream, offsets: list[int], estimator: str, sums: dict[tuple[str, int], est.TableSums],
-    partners: tuple[str, ...], interval: bool, confidence: float,
+    stream: TokenStream, offsets: list[int], estimator: str, sums: list[dict[tuple[str, int], est.TableSums]],
+    nulls: tuple[str, ...], interval: bool, confidence: float,
 ) -> list[dict]:
-    """The profile table's rows of ``offsets``: the estimates with their intervals,
-    the offsets' sums stacked so that the estimators take them at once."""
-    real = est.stacked([sums["real", r] for r in offsets])
-    nulls = {m: est.stacked([sums[m, r] for r in offsets]) for m in partners[1:]}
-    points = est.estimate(estimator, real, nulls)
+    """The profile table's rows of ``offsets``: the estimates averaged over the null draws
+    (``sums``, one dict a draw) with their intervals and replicates, the offsets' sums
+    stacked so that the estimators take them at once."""
+    real = est.stacked([sums[0]["real", r] for r in offsets])
+    draws = [{m: est.stacked([draw[m, r] for r in offsets]) for m in nulls} for draw in sums]
+    points, reps, draw_se = est.estimate_draws(estimator, real, draws)
     if interval:
-        se, lo, hi = est.jackknife_intervals(points, *est.block_replicates(estimator, real, nulls), confidence)
+        bias = est.jackknife_bias(estimator, points, reps)
+        se, lo, hi = est.intervals(points, reps, confidence, draw_se, bias)
     else:
-        se = lo = hi = np.full(len(offsets), np.nan)
+        se = lo = hi = bias = np.full(len(offsets), np.nan)
     rows = []
     for i, r in enumerate(offsets):
         n_pairs, n_docs = stream.pairs_at(r)
+        used = reps.used[i]
         rows.append({
             "granularity": stream.name, "offset": r, "mi_bits": float(points[i]), "ci_low": float(lo[i]),
             "ci_high": float(hi[i]), "se": float(se[i]), "noise_floor": float(hi[i] - points[i]),
             "significant": bool(lo[i] > 0) if np.isfinite(lo[i]) else bool(points[i] > 0),
-            "n_pairs": n_pairs, "n_docs": n_docs, "estimator": estimator,
+            "n_pairs": n_pairs, "n_docs": n_docs, "estimator": estimator, "null_draw_se": float(draw_se[i]),
+            "bias_bound": float(bias[i]),
+            "replicates": np.where(used, reps.values[i], np.nan).tolist() if interval else [],
+            "group_pairs": np.where(used, reps.pairs[i], 0).tolist() if interval else [],
         })
     return rows
 
@@ -250,14 +393,21 @@ def profile(
     shared_dir: str | Path | None = None,
     pair_memory: int | None = None,
     shard_tokens: int | None = None,
+    sample: str = DEFAULT_SAMPLE,
+    null_draws: int = DEFAULT_NULL_DRAWS,
+    order: str = DEFAULT_ORDER,
+    population: str = DEFAULT_POPULATION,
     **corpus_options,
 ) -> Profile:
     """Profile a corpus (a path, glob, ``hf:OWNER/NAME`` or an open Corpus) at each granularity.
 
-    ``offsets`` replaces the log-spaced grid up to ``max_offset`` when given. The sample
-    is the first documents in reading order, up to ``max_docs`` documents and
-    ``max_tokens`` tokens of the finest granularity (UTF-8 bytes for text, the given ids
-    for pre-tokenized input), so every granularity sees the same documents. BPE and word
+    ``offsets`` replaces the log-spaced grid up to ``max_offset`` when given. The sample,
+    up to ``max_docs`` documents and ``max_tokens`` tokens of the finest granularity (UTF-8
+    bytes for text, the given ids for pre-tokenized input), is a seeded random sample of
+    whole documents (``sample="random"``; for a streamed dataset, the first documents of its
+    seeded shuffle) or the first documents in reading order (``"first"``); every granularity
+    sees the same documents, counted in the same seeded order with the same jackknife groups
+    (``order``, ``null_draws`` and ``population``: see ``mi_profile``). BPE and word
     vocabularies are trained on the sample's first documents, at most ``train_docs`` of
     them and until ``train_bytes`` of text (None: no such limit). With
     ``cache_dir`` (e.g. ``depstat.cache.default_cache_dir()``), trained vocabularies and
@@ -269,6 +419,9 @@ def profile(
     ``pair_memory`` (bytes) caps the local counter's pair buffers (``PairCounter``).
     """
     _check_estimator(estimator)
+    check_profile_options(confidence, null_draws, order, population, seed)
+    if sample not in SAMPLE_RULES:
+        raise DepstatError(f"unknown sample rule {sample!r}", hint="choose one of " + ", ".join(SAMPLE_RULES))
     if not 2 <= n_blocks <= NOTE_BLOCKS:
         raise DepstatError(f"the jackknife needs 2 to {NOTE_BLOCKS:,} blocks, got {n_blocks}",
                            hint="--blocks 20 is the default")
@@ -283,54 +436,83 @@ def profile(
     if grid.size == 0 or grid.min() < 1:
         raise DepstatError("offsets must be positive integers")
 
+    options = CountOptions(estimator, confidence, n_blocks, seed, null_draws, order, population)
     with (
-        _local_copy(corpus, max_docs, max_tokens) as source,
+        _local_copy(corpus, max_docs, max_tokens, sample, seed) as (source, streamed_rule),
         engine(workers, scheduler, shared_dir, pair_memory, shard_tokens) as run,
     ):
+        selection = select(source, max_docs, max_tokens, seed, "first" if streamed_rule else sample)
         return _profile(
-            corpus, source, granularities, tokenizers, grid, estimator, confidence, n_blocks,
-            max_docs, max_tokens, vocab_size, (train_docs, train_bytes), seed, cache, run,
+            corpus, source, selection, granularities, tokenizers, grid, options, vocab_size,
+            (train_docs, train_bytes), cache, run, streamed_rule,
         )
 
 
+@dataclass(frozen=True)
+class CountOptions:
+    """How every stream of a profile is counted and estimated (``mi_profile``'s options)."""
+
+    estimator: str
+    confidence: float
+    n_blocks: int
+    seed: int
+    null_draws: int
+    order: str
+    population: str
+
+
 @contextmanager
-def _local_copy(corpus: Corpus, max_docs: int | None, max_tokens: int | None) -> Iterator[Corpus]:
-    """The corpus itself, or for a streaming dataset its sample written once to a temporary file.
+def _local_copy(
+    corpus: Corpus, max_docs: int | None, max_tokens: int | None, sample: str, seed: int,
+) -> Iterator[tuple[Corpus, str | None]]:
+    """The corpus itself, or for a streaming dataset its sample written once to a temporary
+    file, with the rule it was drawn by ("first" documents of the seeded shuffle for
+    ``sample="random"``; None for a corpus read in place).
 
     Profiling reads the documents once per granularity (and again to train vocabularies);
-    a streamed hub dataset would be downloaded that many times.
+    a streamed hub dataset would be downloaded that many times. Its random sample is the
+    first documents of ``datasets``' seeded shuffle (shard order and a buffer of
+    STREAM_BUFFER rows), which reads only what the sample needs.
     """
     if not corpus.streamed:
-        yield corpus
+        yield corpus, None
         return
+    if sample == "random":
+        corpus = corpus.shuffled(seed, STREAM_BUFFER)
     with tempfile.TemporaryDirectory(prefix="depstat-") as tmp:
         path = Path(tmp) / "sample.jsonl"
         field = "input_ids" if corpus.kind == "ids" else "text"
         with bar(desc="download sample", unit="doc") as progress, path.open("w", encoding="utf-8") as f:
-            for doc in _sample(corpus, max_docs, max_tokens):
+            for doc in first_documents(corpus, max_docs, max_tokens):
                 value = doc.ids.tolist() if corpus.kind == "ids" else doc.text
                 f.write(json.dumps({field: value}, ensure_ascii=False) + "\n")
                 progress.update(1)
-        yield open_corpus(str(path), text_field="text", ids_field="input_ids" if corpus.kind == "ids" else None)
+        local = open_corpus(str(path), text_field="text", ids_field="input_ids" if corpus.kind == "ids" else None)
+        yield local, "shuffled stream" if sample == "random" else "first"
 
 
 def _profile(
-    corpus: Corpus, source: Corpus, granularities: Sequence[str] | None, tokenizers: Sequence[str],
-    grid: np.ndarray, estimator: str, confidence: float, n_blocks: int, max_docs: int | None,
-    max_tokens: int | None, vocab_size: int | None, train: tuple[int | None, int | None], seed: int,
-    cache: TokenCache | None, run: Engine,
+    corpus: Corpus, source: Corpus, selection: Selection, granularities: Sequence[str] | None,
+    tokenizers: Sequence[str], grid: np.ndarray, options: CountOptions, vocab_size: int | None,
+    train: tuple[int | None, int | None], cache: TokenCache | None, run: Engine, streamed_rule: str | None,
 ) -> Profile:
     """The body of ``profile``: ``source`` is read, ``corpus`` is what gets described."""
 
     def documents() -> Iterator[Document]:
-        return _sample(source, max_docs, max_tokens)
+        return selection.documents(source)
 
-    if next(documents(), None) is None:
+    if len(selection.keys) == 0:
         raise DepstatError(
             "the corpus has no non-empty documents", path=corpus.describe().get("spec"),
             hint=_read_hint(corpus),
         )
 
+    if options.population == "fixed" and int(selection.sizes.max()) <= int(grid.max()):
+        raise DepstatError(  # no granularity has documents longer than its finest one's
+            f"--population fixed keeps the documents longer than the largest offset ({int(grid.max())}), and none "
+            f"is (longest: {int(selection.sizes.max())} {'ids' if corpus.kind == 'ids' else 'bytes'})",
+            hint="lower --max-offset, or use --population all",
+        )
     if corpus.kind == "ids":
         if granularities not in (None, ["ids"], ("ids",)) or tokenizers:
             raise DepstatError(
@@ -342,14 +524,18 @@ def _profile(
         names = check_names(granularities if granularities is not None else DEFAULT_LADDER)
         if not names and not tokenizers:
             raise DepstatError("no granularity chosen")
-        streams = text_streams(documents, names, tokenizers, train_docs=train[0], cache=cache, encode=run.encode,
-                               train_bytes=train[1])
+        streams = text_streams(documents, names, tokenizers, cache=cache, encode=run.encode,
+                               training=lambda: selection.training(source, *train))
 
+    # the same documents in the same groups at every granularity, grouped by their bytes (or ids)
+    layout = counting_layout(selection.keys, selection.sizes, options.n_blocks)
     tables, facts, skipped = [], {}, {}
     seconds = {"tokenize": 0.0, "count": 0.0, "estimate": 0.0}
     for stream in _Stopwatch(seconds).each("tokenize", streams):
         table, skip = mi_profile(
-            stream, grid, estimator, confidence, n_blocks, seed, timings=seconds, counter=run.counter,
+            stream, grid, options.estimator, options.confidence, options.n_blocks, options.seed,
+            timings=seconds, counter=run.counter, null_draws=options.null_draws, order=options.order,
+            population=options.population, layout=layout,
         )
         if table.height == 0:
             raise DepstatError(
@@ -361,58 +547,38 @@ def _profile(
         tables.append(table)
         facts[stream.name] = stream.facts()
         skipped[stream.name] = skip
+    sampling = describe(selection, corpus.kind)
+    if streamed_rule == "shuffled stream":
+        sampling["sample"] = "random"
+        sampling["rule"] = ("first documents of the dataset's seeded shuffle (shard order, and a buffer of "
+                            f"{STREAM_BUFFER:,} rows): " + sampling["rule"].split(": ", 1)[-1])
+    sampling.update(_training_rule(corpus.kind, *train), document_order=options.order,
+                    population=options.population, null_draws=options.null_draws)
     return Profile(
         table=pl.concat(tables),
         granularities=facts,
-        corpus={**corpus.describe(), **_read_stats(corpus)},
-        sampling=_sampling_rule(max_docs, max_tokens, corpus.kind, *train),
-        estimator=estimator,
-        confidence=confidence,
+        corpus={**corpus.describe(), **_read_stats(selection.stats)},
+        sampling=sampling,
+        estimator=options.estimator,
+        confidence=options.confidence,
         skipped_offsets=skipped,
         run={"seconds": seconds, "engine": run.info, **({"cache": {"dir": str(cache.root), **cache.counts}} if cache else {})},
     )
 
 
-def _sample(corpus: Corpus, max_docs: int | None, max_tokens: int | None) -> Iterator[Document]:
-    """The first documents in reading order within the document and token budgets.
-
-    Stops as soon as a budget is met, without reading one document too many (a streamed
-    source counts what is read).
-    """
-    used = 0
-    for count, doc in enumerate(corpus, start=1):
-        used += len(doc.ids) if doc.ids is not None else len(doc.text.encode("utf-8"))
-        yield doc
-        if (max_docs is not None and count >= max_docs) or (max_tokens is not None and used >= max_tokens):
-            return
+def _training_rule(kind: str, train_docs: int | None, train_bytes: int | None) -> dict:
+    """How BPE and word vocabularies were trained, for text corpora."""
+    if kind != "text":
+        return {}
+    limits = ([f"at most {train_docs} documents"] if train_docs is not None else []) + (
+        [f"until {train_bytes:,} bytes of text (the last document whole)"] if train_bytes is not None else [])
+    return {"tokenizer_training": (
+        "BPE and word vocabularies trained on the sampled documents of smallest content hash (the "
+        f"order-free rule): {'; '.join(limits)}"
+        if limits else "BPE and word vocabularies trained on the whole sample")}
 
 
-def _sampling_rule(
-    max_docs: int | None, max_tokens: int | None, kind: str, train_docs: int | None, train_bytes: int | None,
-) -> dict:
-    unit = "given token ids" if kind == "ids" else "UTF-8 bytes"
-    if max_docs is None and max_tokens is None:
-        rule = "whole corpus"
-    else:
-        parts = []
-        if max_docs is not None:
-            parts.append(f"at most {max_docs} documents")
-        if max_tokens is not None:
-            parts.append(f"documents are added until {max_tokens} {unit} are reached (the last one whole)")
-        rule = "first documents in reading order: " + "; ".join(parts)
-    out = {"rule": rule, "max_docs": max_docs, "max_tokens": max_tokens, "token_unit": unit}
-    if kind == "text":
-        limits = ([f"at most {train_docs} documents"] if train_docs is not None else []) + (
-            [f"until {train_bytes:,} bytes of text (the last document whole)"] if train_bytes is not None else [])
-        out["tokenizer_training"] = (
-            f"BPE and word vocabularies trained on the first sampled documents: {'; '.join(limits)}"
-            if limits else "BPE and word vocabularies trained on the whole sample"
-        )
-    return out
-
-
-def _read_stats(corpus: Corpus) -> dict:
-    s = corpus.stats
+def _read_stats(s: ReadStats) -> dict:
     return {
         "documents_read": s.documents, "skipped_bad_records": s.skipped,
         "skipped_reasons": dict(s.skipped_reasons), "empty_documents": s.empty,

@@ -47,6 +47,13 @@ def file_backed(n: int, dtype: np.dtype | type) -> np.ndarray:
         return np.memmap(f, dtype=dtype, mode="r+", shape=(n,))
 
 
+def is_file_backed(a: np.ndarray) -> bool:
+    """Whether the array, or an array it views, is memory-mapped."""
+    while isinstance(a, np.ndarray) and not isinstance(a, np.memmap):
+        a = a.base
+    return isinstance(a, np.memmap)
+
+
 class Spool:
     """Token arrays appended to an unlinked temporary file as they come, then one ``file_backed`` array."""
 
@@ -85,6 +92,9 @@ class TokenStream:
     n_bytes: int | None = None
     info: dict = field(default_factory=dict)
     source_file: Path | None = None  # the .npy that ``tokens`` memory-maps, when it does
+    # the jackknife group of each document (non-decreasing), where the caller sets them, so
+    # that every granularity of a corpus deletes the same documents together
+    doc_groups: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.tokens = as_token_array(self.tokens, self.vocab_size, self.name)
@@ -94,6 +104,23 @@ class TokenStream:
                 f"granularity {self.name!r}: document lengths add up to "
                 f"{int(self.doc_lengths.sum())} but there are {self.tokens.shape[0]} tokens"
             )
+
+    def reordered(self, order: np.ndarray, doc_groups: np.ndarray | None = None) -> TokenStream:
+        """The documents ``order`` names (a permutation, or a subset), in that order, as a new
+        stream; ``doc_groups`` gives each of them its jackknife group. A memory-mapped stream
+        gives a memory-mapped copy (``file_backed``). A subset keeps the bytes per token."""
+        order = np.asarray(order, dtype=np.int64)
+        starts = np.cumsum(self.doc_lengths) - self.doc_lengths
+        lengths = self.doc_lengths[order]
+        n = int(lengths.sum())
+        out = file_backed(n, self.tokens.dtype) if is_file_backed(self.tokens) else np.empty(n, dtype=self.tokens.dtype)
+        at = 0
+        for start, length in zip(starts[order].tolist(), lengths.tolist()):
+            out[at : at + length] = self.tokens[start : start + length]
+            at += length
+        whole = len(order) == self.n_docs
+        n_bytes = self.n_bytes if whole or self.n_bytes is None else round(self.bytes_per_token * n) if n else 0
+        return TokenStream(self.name, out, lengths, self.vocab_size, n_bytes, dict(self.info), None, doc_groups)
 
     @property
     def n_tokens(self) -> int:

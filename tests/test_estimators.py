@@ -99,8 +99,9 @@ def test_stacked_offsets_give_each_offsets_estimate_and_interval(name: str) -> N
     assert (sums["real", 150].block_pairs == 0).sum() == 3 and (sums["real", 1].block_pairs > 0).all()
     real = est.stacked([sums["real", r] for r in offsets])
     nulls = {m: est.stacked([sums[m, r] for r in offsets]) for m in partners[1:]}
-    points = est.estimate(name, real, nulls)
-    se, lo, hi = est.jackknife_intervals(points, *est.block_replicates(name, real, nulls), 0.95)
+    points, reps_all, draw_se = est.estimate_draws(name, real, [nulls])
+    assert not draw_se.any()  # one draw: no draw-to-draw error
+    se, lo, hi = est.intervals(points, reps_all, 0.95, draw_se)
     for i, r in enumerate(offsets):
         one, nulls_r = sums["real", r], {m: sums[m, r] for m in partners[1:]}
         assert points[i] == pytest.approx(est.estimate(name, one, nulls_r), abs=1e-12)
@@ -109,10 +110,56 @@ def test_stacked_offsets_give_each_offsets_estimate_and_interval(name: str) -> N
             reps = np.array([est.base_mi(one.deleted(g), "plugin") for g in used])
         else:
             reps = np.array([est.estimate(name, one.deleted(g), {m: v.deleted(g) for m, v in nulls_r.items()}) for g in used])
-        want_se = np.sqrt((len(used) - 1) / len(used) * np.sum((reps - reps.mean()) ** 2))
+        full = est.base_mi(one, "plugin") if name == "jackknife" else points[i]
+        want_se = weighted_jackknife_se(full, reps, one.block_pairs[used])
         assert se[i] == pytest.approx(want_se, rel=1e-9, abs=1e-15)
         half = stats.t.ppf(0.975, len(used) - 1) * want_se
         assert (lo[i], hi[i]) == pytest.approx((points[i] - half, points[i] + half), rel=1e-9, abs=1e-15)
+
+
+def weighted_jackknife_se(full: float, reps: np.ndarray, pairs: np.ndarray) -> float:
+    """Busing, Meijer and van der Leeden's (1999) delete-a-group jackknife, term by term."""
+    n, g = pairs.sum(), len(pairs)
+    theta_j = g * full - sum((1 - m / n) * t for m, t in zip(pairs, reps))
+    terms = [((n / m) * full - (n / m - 1) * t - theta_j) ** 2 / (n / m - 1) for m, t in zip(pairs, reps)]
+    return float(np.sqrt(sum(terms) / g))
+
+
+def test_weighted_jackknife_of_a_mean_has_the_group_means_as_pseudo_values() -> None:
+    """For the mean of unequal groups the pseudo-values are the group means, so the variance is
+    (1/G) sum_g (mean_g - theta_J)^2 m_g / (n - m_g) with theta_J the plain mean: a known answer."""
+    rng = np.random.default_rng(2)
+    groups = [rng.normal(g, 1.0, size) for g, size in enumerate([3, 40, 7, 90, 12])]
+    x = np.concatenate(groups)
+    m = np.array([len(v) for v in groups])
+    n, total = len(x), x.sum()
+    reps = np.array([(total - v.sum()) / (n - len(v)) for v in groups])
+    got = est.jackknife_se(est.Replicates(np.array(x.mean()), reps, m))
+    want = np.sqrt(np.mean([(v.mean() - x.mean()) ** 2 * len(v) / (n - len(v)) for v in groups]))
+    assert got == pytest.approx(want, rel=1e-12)
+    assert est.weighted_jackknife_estimate(est.Replicates(np.array(x.mean()), reps, m)) == pytest.approx(x.mean())
+
+
+def test_null_draws_are_averaged_and_their_spread_enters_the_interval(small_stream: TokenStream) -> None:
+    counter = PairCounter(small_stream, n_blocks=5)
+    draws, points = [], []
+    for shift in (small_stream.n_tokens // 3, 2 * small_stream.n_tokens // 3):
+        counter.shift = shift
+        sums = counter.sums_at([2, 7], ("real", "rotate"))
+        real = est.stacked([sums["real", r] for r in (2, 7)])
+        draws.append({"rotate": est.stacked([sums["rotate", r] for r in (2, 7)])})
+        points.append(est.estimate(est.DEFAULT_ESTIMATOR, real, draws[-1]))
+    point, reps, draw_se = est.estimate_draws(est.DEFAULT_ESTIMATOR, real, draws)
+    npt.assert_allclose(point, np.mean(points, axis=0), atol=1e-12)
+    npt.assert_allclose(draw_se, np.abs(points[0] - points[1]) / 2, atol=1e-12)  # std (ddof 1) / sqrt(2)
+    se, lo, hi = est.intervals(point, reps, 0.95, draw_se, bias=np.array([0.1, 0.0]))
+    npt.assert_allclose(se, np.hypot(est.jackknife_se(reps), draw_se), atol=1e-12)
+    t = stats.t.ppf(0.975, reps.used.sum(axis=-1) - 1)
+    npt.assert_allclose(hi - point, np.hypot(t * se, [0.1, 0.0]), atol=1e-12)
+    npt.assert_allclose(point - lo, hi - point, atol=1e-12)
+    bias = est.jackknife_bias(est.DEFAULT_ESTIMATOR, point, reps)
+    npt.assert_allclose(bias, np.abs(point - est.weighted_jackknife_estimate(reps)), atol=1e-15)
+    assert not est.jackknife_bias("jackknife", point, reps).any()
 
 
 def test_jackknife_estimator_does_not_depend_on_the_interval_switch(small_stream: TokenStream) -> None:

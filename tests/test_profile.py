@@ -81,11 +81,11 @@ def test_save_and_load_round_trip(result: Profile, tmp_path: Path) -> None:
     assert summary["sampling"]["rule"] == "whole corpus"
     assert set(summary["granularities"]) == {"bytes", "bpe-512", "words"}
     back = Profile.load(tmp_path)
-    assert back.table.equals(result.table)
+    assert back.to_polars().equals(result.to_polars())
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_max_docs_and_max_tokens_take_the_first_documents(small_corpus: Path) -> None:
+def test_max_docs_and_max_tokens_take_whole_documents(small_corpus: Path) -> None:
     p = depstat.profile(str(small_corpus), granularities=["bytes"], max_docs=5, max_offset=16)
     assert p.granularities["bytes"]["n_docs"] == 5
     q = depstat.profile(str(small_corpus), granularities=["bytes"], max_tokens=3000, max_offset=16)
@@ -111,7 +111,7 @@ def test_vocabularies_are_trained_on_the_first_bytes_of_text(tmp_path: Path) -> 
     full = depstat.profile(str(path), granularities=["words"], max_offset=4, train_bytes=None)
     cut = depstat.profile(str(path), granularities=["words"], max_offset=4, train_bytes=2 * doc_bytes)
     assert full.granularities["words"]["vocab_size"] == 401  # every word and [UNK]
-    assert cut.granularities["words"]["vocab_size"] == 41  # the first two documents' words
+    assert cut.granularities["words"]["vocab_size"] == 41  # two documents' words (those of smallest key)
     assert f"until {2 * doc_bytes:,} bytes of text" in cut.sampling["tokenizer_training"]
     assert "whole sample" in depstat.profile(
         str(path), granularities=["words"], max_offset=4, train_docs=None, train_bytes=None,
@@ -331,9 +331,14 @@ def test_a_streamed_dataset_is_read_once_for_all_granularities(small_corpus: Pat
     corpus = depstat.Corpus.from_dataset(IterableDataset.from_generator(rows), source="hf:test/stream")
     assert corpus.streamed
     opened = len(passes)
-    p = depstat.profile(corpus, granularities=["bytes", "bpe-512", "words"], max_offset=64, max_docs=20)
+    p = depstat.profile(corpus, granularities=["bytes", "bpe-512", "words"], max_offset=64, max_docs=20, sample="first")
     assert len(passes) - opened == 1
     assert p.granularities["bytes"]["n_docs"] == 20
     assert p.corpus["spec"] == "hf:test/stream" and p.corpus["documents_read"] == 20
-    local = depstat.profile(str(small_corpus), granularities=["bytes"], max_offset=64, max_docs=20)
-    assert p.table.filter(pl.col("granularity") == "bytes").equals(local.table)
+    local = depstat.profile(str(small_corpus), granularities=["bytes"], max_offset=64, max_docs=20, sample="first")
+    assert p.to_polars().filter(pl.col("granularity") == "bytes").equals(local.to_polars())
+    # the random sample of a stream: the first documents of its seeded shuffle, read once
+    opened = len(passes)
+    q = depstat.profile(corpus, granularities=["bytes"], max_offset=64, max_docs=20)
+    assert len(passes) - opened == 1 and q.granularities["bytes"]["n_docs"] == 20
+    assert q.sampling["sample"] == "random" and "seeded shuffle" in q.sampling["rule"]

@@ -1,0 +1,180 @@
+"""Order invariance and interval coverage of the profile, design by design.
+
+Designs (``mi_profile`` / ``profile`` options):
+
+- ``default``: grassberger-rotation, documents counted in a seeded hash order, 2 null draws.
+- ``1 draw``: the same with one rotation null.
+- ``reading order``: grassberger-rotation counted as the documents come, one null, the jackknife
+  groups contiguous runs of documents (depstat 0.x's rule).
+- ``i.i.d. null``: the ``shuffle`` estimator (plug-in minus an i.i.d. null), hash order.
+- ``grassberger``: Grassberger entropies with no null, hash order.
+
+Tables:
+
+1. Two domains with disjoint vocabularies (32 symbols each, 100 documents of 1000 tokens each,
+   uniform within a domain): the true MI is 1 bit at every offset. Documents sorted by domain
+   and shuffled: the smallest and largest MI over offsets 1-512.
+2. A grouped real corpus in source order against the same documents shuffled, through
+   ``depstat.profile`` on jsonl files: the bundled Python docs (text), the standard library's
+   ``.py`` files (code) and generated arithmetic, at bytes and BPE-1k. The largest
+   |difference| over offsets in units of the combined standard error, and the median ratio of
+   the two orders' standard errors (sorted / shuffled).
+3. Coverage on chains with exact MI: ``reference_chain()`` and the slow
+   ``topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)``, independent samples of
+   0.5M, 1M and 2M tokens (``--tokens``) in documents of 4096: the share of (offset, sample)
+   cells whose 95% interval holds the exact MI, at r <= 16 and r > 16, and the largest miss
+   in half-widths.
+4. The accuracy bar (|error| <= max(0.005, 2% of the exact MI)) on the reference chain at 1M and 2M tokens.
+
+Run: ``python benchmarks/bench_order.py [--quick]`` (a few minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchlib import format_table, machine_line
+from depstat.profile import log_offsets, mi_profile, profile
+from depstat.stream import TokenStream
+from depstat.synth import arithmetic_problems, reference_chain, topic_chain
+
+DESIGNS = {
+    "default": {},
+    "1 draw": {"null_draws": 1},
+    "reading order": {"order": "reading", "null_draws": 1},
+    "i.i.d. null": {"estimator": "shuffle", "null_draws": 1},
+    "grassberger": {"estimator": "grassberger"},
+}
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "python-docs.jsonl.gz"
+DOC_LEN = 4096
+SLOW_CHAIN = "topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)"
+
+
+def two_domains(shuffled: bool, seed: int = 0) -> TokenStream:
+    """100 documents of each domain (32 symbols each), sorted by domain or shuffled."""
+    rng = np.random.default_rng(seed)
+    docs = [rng.integers(0, 32, 1000) + 32 * (i >= 100) for i in range(200)]
+    if shuffled:
+        docs = [docs[i] for i in rng.permutation(200)]
+    return TokenStream("two-domain", np.concatenate(docs), np.full(200, 1000), 64)
+
+
+def table_two_domains() -> str:
+    offsets = log_offsets(512, 16)
+    rows = []
+    for name, options in DESIGNS.items():
+        cells = [name]
+        for shuffled in (False, True):
+            mi = mi_profile(two_domains(shuffled), offsets, **options)[0]["mi_bits"]
+            cells.append(f"{mi.min():.3f} - {mi.max():.3f}")
+        rows.append(cells)
+    return format_table(["design", "sorted by domain", "shuffled"], rows)
+
+
+def grouped_corpus(directory: Path, n_code: int, seed: int = 0) -> tuple[Path, Path]:
+    """Text, code and arithmetic in source order, and the same documents shuffled, as jsonl."""
+    import gzip
+
+    with gzip.open(EXAMPLES, "rt", encoding="utf-8") as f:
+        text = [json.loads(line)["text"] for line in f]
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in stdlib.rglob("*.py") if "test" not in p.parts and p.stat().st_size > 2000)
+    code = [p.read_text(encoding="utf-8", errors="replace") for p in files[:n_code]]
+    arithmetic = arithmetic_problems(len(text), seed=seed, doc_chars=2048)
+    docs = text + code + arithmetic
+    sorted_path, shuffled_path = directory / "grouped.jsonl", directory / "grouped_shuffled.jsonl"
+    shuffled = np.random.default_rng(seed).permutation(len(docs))
+    for path, order in ((sorted_path, range(len(docs))), (shuffled_path, shuffled)):
+        with path.open("w", encoding="utf-8") as f:
+            for i in order:
+                f.write(json.dumps({"text": docs[i]}) + "\n")
+    return sorted_path, shuffled_path
+
+
+def table_grouped(n_code: int) -> str:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = grouped_corpus(Path(tmp), n_code)
+        for name, options in DESIGNS.items():
+            if name == "1 draw":
+                continue
+            tables = [profile(str(p), granularities=["bytes", "bpe-1k"], max_offset=2048, **options).table
+                      for p in paths]
+            for g in ("bytes", "bpe-1k"):
+                a, b = (t.filter(t["granularity"] == g).sort("offset") for t in tables)
+                diff = np.abs(a["mi_bits"].to_numpy() - b["mi_bits"].to_numpy())
+                se = np.hypot(a["se"].to_numpy(), b["se"].to_numpy())
+                ratio = np.median(a["se"].to_numpy() / b["se"].to_numpy())
+                rows.append([name, g, f"{np.nanmax(diff):.4f}", f"{np.nanmax(diff / se):.2f}", f"{ratio:.2f}"])
+    return format_table(["design", "granularity", "max |diff| bits", "max |diff| / SE", "SE ratio"], rows)
+
+
+def coverage(chain, label: str, n_tokens: int, samples: int, designs: list[str]) -> list[list[str]]:
+    offsets = log_offsets(2048, 22)
+    truth = chain.exact_mi(offsets)
+    short = offsets <= 16
+    rows = []
+    for name in designs:
+        inside, miss = [], []
+        for s in range(samples):
+            stream = chain.sample(n_tokens // DOC_LEN, DOC_LEN, seed=1000 + s)
+            t = mi_profile(stream, offsets, seed=s, **DESIGNS[name])[0].sort("offset")
+            lo, hi, mi = (t[c].to_numpy() for c in ("ci_low", "ci_high", "mi_bits"))
+            inside.append((lo <= truth) & (truth <= hi))
+            miss.append(np.abs(mi - truth) / (hi - mi))
+        inside, miss = np.array(inside), np.array(miss)
+        rows.append([label, name, f"{n_tokens / 1e6:g}M", str(samples), f"{inside.mean():.3f}",
+                     f"{inside[:, short].mean():.3f}", f"{inside[:, ~short].mean():.3f}", f"{miss.max():.2f}"])
+    return rows
+
+
+def accuracy(sizes: list[int], seeds: int) -> str:
+    chain = reference_chain()
+    offsets = log_offsets(2048, 21)
+    truth = chain.exact_mi(offsets)
+    tol = np.maximum(0.005, 0.02 * truth)
+    rows = []
+    for n in sizes:
+        worst = []
+        for s in range(seeds):
+            t = mi_profile(chain.sample(n // DOC_LEN, DOC_LEN, seed=s), offsets)[0].sort("offset")
+            worst.append(np.max(np.abs(t["mi_bits"].to_numpy() - truth) / tol))
+        rows.append([f"{n / 1e6:g}M", str(seeds), f"{max(worst):.3f}", "yes" if max(worst) <= 1 else "no"])
+    return format_table(["tokens", "samples", "worst |error| / bar", "within the bar"], rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--tokens", default="500000,1000000,2000000", help="corpus sizes of the coverage table")
+    args = parser.parse_args()
+    samples = 4 if args.quick else 10
+    start = time.perf_counter()
+    print(machine_line())
+    print("\n1. Two domains, true MI 1 bit at every offset (min - max over offsets 1-512)\n")
+    print(table_two_domains())
+    print("\n2. Grouped corpus (Python docs, standard library source, arithmetic): source order against shuffled\n")
+    print(table_grouped(60 if args.quick else 200))
+    print(f"\n3. Coverage of the 95% intervals on chains with exact MI (documents of {DOC_LEN})\n")
+    rows = []
+    for n in (int(v) for v in args.tokens.split(",")):
+        rows += coverage(reference_chain(), "reference", n, samples, ["default", "1 draw"])
+        rows += coverage(topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1), "slow", n, samples,
+                         ["default", "1 draw"])
+    print(format_table(["chain", "design", "tokens", "samples", "coverage", "r <= 16", "r > 16",
+                        "worst miss (half-widths)"], rows))
+    print(f"   slow chain: {SLOW_CHAIN}")
+    print("\n4. Accuracy bar on the reference chain\n")
+    print(accuracy([1_000_000, 2_000_000], 2 if args.quick else 3))
+    print(f"\n{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
