@@ -320,23 +320,25 @@ def _counted_stream(
     jackknife groups, and only those longer than the largest offset for a fixed population."""
     info = {k: v for k, v in stream.info.items() if k != "population_documents"}
     info.update(document_order=order, population=population)
+    docs, groups = np.arange(stream.n_docs), stream.doc_groups  # reading order
     if order == "shuffled" and stream.n_docs > 1:
         if layout is None or len(layout[0]) != stream.n_docs:  # groups of this granularity's own tokens
             info["jackknife_groups"] = "by this granularity's tokens"
             layout = counting_layout(stream_keys(stream, seed), stream.doc_lengths, n_blocks)
-        stream = stream.reordered(*layout)
+        docs, groups = layout
     if population == "fixed":
         longest = max(offsets)
-        keep = np.flatnonzero(stream.doc_lengths > longest)
-        if keep.size == 0:
+        keep = stream.doc_lengths[docs] > longest
+        if not keep.any():
             raise DepstatError(
                 f"granularity {stream.name!r}: --population fixed keeps the documents longer than the largest "
                 f"offset ({longest}), and none is (longest: {int(stream.doc_lengths.max(initial=0))} tokens)",
                 hint="lower --max-offset, or use --population all",
             )
-        info["population_documents"] = int(keep.size)
-        groups = stream.doc_groups[keep] if stream.doc_groups is not None else None
-        stream = stream.reordered(keep, groups)
+        info["population_documents"] = int(keep.sum())
+        docs, groups = docs[keep], groups[keep] if groups is not None else None
+    if len(docs) != stream.n_docs or (np.diff(docs) != 1).any():  # one copy, whatever changed
+        stream = stream.reordered(docs, groups)
     stream.info = info
     return stream
 
