@@ -22,8 +22,9 @@ Tables:
 3. Coverage on chains with exact MI: ``reference_chain()`` and the slow
    ``topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)``, independent samples of
    0.5M, 1M and 2M tokens (``--tokens``) in documents of 4096: the share of (offset, sample)
-   cells whose 95% interval holds the exact MI, at r <= 16 and r > 16, and the largest miss
-   in half-widths.
+   cells whose 95% interval holds the exact MI, at r <= 16 and r > 16, at r <= 16 also
+   without the bias bound (the half-width with ``bias_bound`` taken out in quadrature), the
+   largest miss in half-widths, and at r = 1 the mean error and the mean bias bound.
 4. The accuracy bar (|error| <= max(0.005, 2% of the exact MI)) on the reference chain at 1M and 2M tokens.
 
 Run: ``python benchmarks/bench_order.py [--quick]`` (a few minutes on 2 cores).
@@ -122,16 +123,22 @@ def coverage(chain, label: str, n_tokens: int, samples: int, designs: list[str])
     short = offsets <= 16
     rows = []
     for name in designs:
-        inside, miss = [], []
+        inside, unbounded, miss, err1, bound1 = [], [], [], [], []
         for s in range(samples):
             stream = chain.sample(n_tokens // DOC_LEN, DOC_LEN, seed=1000 + s)
             t = mi_profile(stream, offsets, seed=s, **DESIGNS[name])[0].sort("offset")
-            lo, hi, mi = (t[c].to_numpy() for c in ("ci_low", "ci_high", "mi_bits"))
+            lo, hi, mi, bias = (t[c].to_numpy() for c in ("ci_low", "ci_high", "mi_bits", "bias_bound"))
             inside.append((lo <= truth) & (truth <= hi))
+            sampling = np.sqrt(np.maximum((hi - mi) ** 2 - bias**2, 0.0))  # the half-width without the bias bound
+            unbounded.append(np.abs(mi - truth) <= sampling)
             miss.append(np.abs(mi - truth) / (hi - mi))
-        inside, miss = np.array(inside), np.array(miss)
+            err1.append(mi[0] - truth[0])
+            bound1.append(bias[0])
+        inside, unbounded, miss = np.array(inside), np.array(unbounded), np.array(miss)
         rows.append([label, name, f"{n_tokens / 1e6:g}M", str(samples), f"{inside.mean():.3f}",
-                     f"{inside[:, short].mean():.3f}", f"{inside[:, ~short].mean():.3f}", f"{miss.max():.2f}"])
+                     f"{inside[:, short].mean():.3f}", f"{inside[:, ~short].mean():.3f}",
+                     f"{unbounded[:, short].mean():.3f}", f"{miss.max():.2f}", f"{np.mean(err1):+.4f}",
+                     f"{np.mean(bound1):.4f}"])
     return rows
 
 
@@ -169,7 +176,8 @@ def main() -> None:
         rows += coverage(topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1), "slow", n, samples,
                          ["default", "1 draw"])
     print(format_table(["chain", "design", "tokens", "samples", "coverage", "r <= 16", "r > 16",
-                        "worst miss (half-widths)"], rows))
+                        "r <= 16 without bound", "worst miss (half-widths)", "error at r=1", "bias bound at r=1"],
+                       rows))
     print(f"   slow chain: {SLOW_CHAIN}")
     print("\n4. Accuracy bar on the reference chain\n")
     print(accuracy([1_000_000, 2_000_000], 2 if args.quick else 3))
