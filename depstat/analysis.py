@@ -1,4 +1,5 @@
-"""From a Profile to decisions: W and decay fits per granularity, self-similarity, RoPE advice."""
+"""From a Profile to decisions: the kind and width of each granularity's kernel, the
+self-similarity verdict, and the RoPE advice, as one typed, frozen result."""
 
 from __future__ import annotations
 
@@ -6,30 +7,77 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from depstat.dependency import DEFAULT_WIDTH, Width, fit_decay, kernel_width, local_slopes, preferred_model
+from depstat.dependency import Width, curve, fitted, kernel_width
 from depstat.errors import DepstatError
+from depstat.granularity import bpe_vocab_size
 from depstat.profile import Profile
-from depstat.recommend import DEFAULT_MARGIN, PAPER_C, recommend
-from depstat.selfsim import self_similarity
+from depstat.recommend import (
+    DEFAULT_MARGIN,
+    PAPER_C,
+    Recommendation,
+    check_settings,
+    recommend,
+)
+from depstat.selfsim import MARGIN, SelfSimilarity, distinct, self_similarity
 
-MODEL_GRANULARITY_ORDER = ("bpe-32k", "bpe-8k", "bpe-1k", "words", "bytes", "ids")
+DEFAULT_TRAIN_LENGTH = 2048
+DEFAULT_FACTOR = 4  # the extension the verdict is judged for when no target length is given
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What the recommendation is for: the model's head dimension and context lengths."""
+    """What the advice is for: the model's head dimension and context lengths, and the rules' knobs."""
 
     head_dim: int = 128
-    train_length: int = 2048
+    train_length: int = DEFAULT_TRAIN_LENGTH
     target_length: int | None = None
     granularity: str | None = None
-    width: str = DEFAULT_WIDTH
     c: float = PAPER_C
     margin: float = DEFAULT_MARGIN
+    similarity_margin: float = MARGIN
+    confidence: float | None = None  # of W's and the verdict's intervals; default: the profile's
+
+    @property
+    def factor(self) -> float:
+        """The extension factor s: target / train, or DEFAULT_FACTOR without a target."""
+        return self.target_length / self.train_length if self.target_length else float(DEFAULT_FACTOR)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Widths per granularity, the verdict and the recommendation for one profile and settings."""
+
+    settings: Settings
+    granularity: str
+    widths: dict[str, Width]
+    self_similarity: SelfSimilarity
+    recommendation: Recommendation
+
+    @property
+    def width_table(self) -> pl.DataFrame:
+        """One row per granularity: kind, W (tokens and bytes) with interval, alpha, floor, r_max."""
+        return pl.DataFrame([{
+            "granularity": w.granularity, "kind": w.kind, "W": w.W, "W_low": w.ci_low, "W_high": w.ci_high,
+            "W_bytes": w.W_bytes, "alpha": w.alpha, "alpha_low": w.alpha_ci[0] if w.alpha_ci else None,
+            "alpha_high": w.alpha_ci[1] if w.alpha_ci else None, "floor_bits": w.floor,
+            "preferred_model": w.preferred_model, "r_max": w.r_max,
+        } for w in self.widths.values()], schema_overrides={"W": pl.Float64, "W_low": pl.Float64,
+                                                            "W_high": pl.Float64, "W_bytes": pl.Float64,
+                                                            "alpha": pl.Float64, "floor_bits": pl.Float64})
+
+    def to_dict(self) -> dict:
+        """The ``settings``, ``W``, ``self_similarity`` and ``recommendation`` sections of summary.json."""
+        return {
+            "settings": {**asdict(self.settings), "granularity": self.granularity, "factor": self.settings.factor},
+            "W": {k: w.to_dict() for k, w in self.widths.items()},
+            "self_similarity": self.self_similarity.to_dict(),
+            "recommendation": self.recommendation.to_dict(),
+        }
 
 
 def model_granularity(profile: Profile, wanted: str | None) -> str:
-    """The granularity W is read at: the one asked for, else a user tokenizer, else the largest BPE."""
+    """The granularity the advice is read at: the one asked for, else a user tokenizer, else the
+    largest BPE vocabulary, else token ids, words or bytes."""
     names = list(profile.granularities)
     if wanted is not None:
         if wanted not in names:
@@ -38,67 +86,40 @@ def model_granularity(profile: Profile, wanted: str | None) -> str:
     tokenizers = [n for n, f in profile.granularities.items() if f.get("tokenizer")]
     if tokenizers:
         return tokenizers[0]
-    for name in MODEL_GRANULARITY_ORDER:
+    bpe = [n for n in names if bpe_vocab_size(n)]
+    if bpe:
+        return max(bpe, key=lambda n: profile.granularities[n].get("vocab_size") or bpe_vocab_size(n))
+    for name in ("ids", "words", "bytes"):
         if name in names:
             return name
     return names[0]
 
 
-def per_granularity(profile: Profile, settings: Settings) -> dict[str, dict]:
-    """W (in tokens and bytes), decay fits and local slopes for each granularity."""
-    out = {}
-    for name, facts in profile.granularities.items():
-        rows = profile.table.filter(pl.col("granularity") == name).sort("offset")
-        o, m, se, sig = (rows[c].to_numpy() for c in ("offset", "mi_bits", "se", "significant"))
-        try:
-            width = kernel_width(o, m, se, sig, settings.train_length, settings.width, profile.confidence)
-        except DepstatError as err:  # e.g. a coarse granularity whose documents are too short
-            width, note = None, str(err)
-            skipped = [r for r in profile.skipped_offsets.get(name, []) if r < settings.train_length]
-            if skipped:
-                note = (f"documents are too short at this granularity: offsets from {min(skipped)} on had "
-                        f"fewer than 64 pairs, so the kernel cannot reach L = {settings.train_length}")
-        fits = fit_decay(o[sig], m[sig], se[sig], profile.confidence)
-        mid, slope = local_slopes(o[sig], m[sig])
-        bpt = facts.get("bytes_per_token")
-        out[name] = {
-            "W": width.to_dict() if width else None,
-            "W_note": None if width else note,
-            "W_bytes": width.W * bpt if width and bpt else None,
-            "decay_fits": {k: f.to_dict() for k, f in fits.items()},
-            "decay_model_preferred": preferred_model(fits),
-            "local_slope": {"offset": mid.tolist(), "slope": slope.tolist()},
-        }
-    return out
-
-
-def default_train_length(profile: Profile) -> int:
-    """2048, or the profile's largest offset when the profile is shorter."""
-    return int(min(2048, profile.table["offset"].max()))
-
-
-def analyze(profile: Profile, settings: Settings) -> dict:
-    """The ``W``, ``self_similarity`` and ``recommendation`` sections of summary.json."""
-    grans = per_granularity(profile, settings)
-    bpt = {k: v.get("bytes_per_token") for k, v in profile.granularities.items()}
-    selfsim = self_similarity(profile.table, bpt)
+def analyze(profile: Profile, settings: Settings | None = None, **kwargs: object) -> Analysis:
+    """Analyse a profile: ``analyze(p, head_dim=128, train_length=2048, target_length=8192)``, or
+    with a Settings. The profile is not changed."""
+    settings = settings or Settings(**kwargs)  # type: ignore[arg-type]
+    check_settings(settings.head_dim, settings.train_length, settings.target_length, settings.c, settings.margin)
+    if not settings.similarity_margin > 0:
+        raise DepstatError(f"the self-similarity margin must be positive, got {settings.similarity_margin}")
+    if not profile.has_replicates:
+        raise DepstatError(
+            "this profile has no jackknife replicates, which W's intervals and the verdict refit",
+            hint="profile it again (replicates.parquet is saved beside profile.parquet)",
+        )
     name = model_granularity(profile, settings.granularity)
-    if grans[name]["W"] is None:
-        raise DepstatError(f"granularity {name!r}: {grans[name]['W_note']}")
-    rec = recommend(
-        Width(**grans[name]["W"]), selfsim.verdict, settings.head_dim, settings.train_length,
-        settings.target_length, name, settings.c, settings.margin,
+    names, duplicates = distinct(profile.table)
+    if name not in names:
+        name = duplicates[name]
+    bpt = {k: v.get("bytes_per_token") for k, v in profile.granularities.items()}
+    confidence = settings.confidence or profile.confidence
+    fits = {n: fitted(curve(profile.table, n, bpt.get(n))) for n in names}
+    widths = {n: kernel_width(f, confidence) for n, f in fits.items()}
+    needed = settings.factor * settings.train_length
+    verdict = self_similarity(
+        {n: f.excess() for n, f in fits.items()}, name, widths[name], needed, settings.factor,
+        settings.similarity_margin, confidence, duplicates,
     )
-    return {
-        "settings": {**asdict(settings), "granularity": name},
-        "W": {k: v["W"] for k, v in grans.items()},
-        "granularity_analysis": grans,
-        "self_similarity": selfsim.to_dict(),
-        "recommendation": rec.to_dict(),
-    }
-
-
-def attach(profile: Profile, settings: Settings) -> Profile:
-    """Run the analysis and store it in ``profile.analysis`` (saved into summary.json)."""
-    profile.analysis = analyze(profile, settings)
-    return profile
+    rec = recommend(widths[name], verdict.verdict, settings.head_dim, settings.train_length,
+                    settings.target_length, settings.c, settings.margin)
+    return Analysis(settings, name, widths, verdict, rec)

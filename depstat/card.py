@@ -1,13 +1,13 @@
-"""depstat.card: a Markdown data card of an analysed Profile, with the MI-profile figure.
+"""depstat.card: a Markdown data card of a Profile and its Analysis, with the MI-profile figure.
 
-``write_card(profile, out_path, command)`` writes ``out_path`` (Markdown) and
+``write_card(profile, analysis, out_path, command)`` writes ``out_path`` (Markdown) and
 ``<stem>.png`` beside it. The card says what the corpus is (source, size, documents, and
 a free-text description where one is given), how it was sampled and tokenized, shows the
 profile figure, W per granularity with intervals, the decay fits, the self-similarity
 verdict, the RoPE recommendation with its config snippet, and the depstat version and
 command that produced it.
 
-Every number in the card comes from one dict, ``card_data(profile)``, written into the
+Every number in the card comes from one dict, ``card_data(profile, analysis)``, written into the
 card as a fenced ``json depstat-card`` block; ``card_numbers(text)`` reads it back, so a
 regenerated card can be compared with a committed one number by number. Floats there
 are rounded to 6 significant digits; values that are not finite or not available are
@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from depstat import __version__
+from depstat.analysis import Analysis, analyze
 from depstat.errors import DepstatError
 from depstat.profile import MIN_PAIRS, Profile
 
@@ -49,30 +50,34 @@ _BLOCK = re.compile(r"^```" + re.escape(FENCE) + r"[ \t]*\n(.*?)\n```[ \t]*$", r
 # ---------------------------------------------------------------- the numbers
 
 
-def card_data(profile: Profile) -> dict:
-    """The card's numbers: corpus size, per-granularity W and fits, verdict, recommendation."""
-    a = _analysis(profile)
-    rec, settings = a["recommendation"], a["settings"]
+def card_data(profile: Profile, analysis: Analysis) -> dict:
+    """The card's numbers: corpus size, per-granularity kernels, verdict, recommendation."""
+    rec, st = analysis.recommendation, analysis.settings
     facts = profile.granularities
     first = next(iter(facts.values()))
     n_bytes = next((f["n_bytes"] for f in facts.values() if f.get("n_bytes")), None)
-    ext = rec.get("extension")
+    ext = rec.extension
+    ss = analysis.self_similarity
     data = {
         "schema": SCHEMA,
         "corpus": profile.corpus.get("spec"),
         "n_documents": first.get("n_docs"),
         "n_bytes": n_bytes,
         "settings": {
-            "head_dim": settings["head_dim"], "train_length": settings["train_length"],
-            "target_length": settings["target_length"], "width": settings["width"],
-            "c": settings["c"], "margin": settings["margin"], "model_granularity": settings["granularity"],
+            "head_dim": st.head_dim, "train_length": st.train_length, "target_length": st.target_length,
+            "c": st.c, "margin": st.margin, "similarity_margin": st.similarity_margin,
+            "model_granularity": analysis.granularity,
         },
-        "granularities": {name: _granularity_numbers(profile, name) for name in _order(profile)},
-        "verdict": a["self_similarity"]["verdict"],
-        "rope_theta": rec["rope_theta"],
-        "rope_theta_interval": rec["rope_theta_interval"],
-        "theta_star": rec["theta_star"],
-        "extension": {"method": ext["method"], "factor": ext["factor"]} if ext else None,
+        "granularities": {name: _granularity_numbers(profile, analysis, name) for name in _order(profile)},
+        "verdict": ss.verdict,
+        "slope_disagreement": ss.effect,
+        "slope_disagreement_bounds": ss.effect_bounds,
+        "rope_theta": rec.rope_theta,
+        "rope_theta_bound": rec.bound,
+        "base_from_data": rec.base_from_data,
+        "base_men": rec.base_men,
+        "theta_star": rec.theta_star,
+        "extension": {"method": ext.method, "factor": ext.factor} if ext else None,
         "software": software(),
     }
     return _clean(data)
@@ -89,31 +94,22 @@ def software() -> dict[str, str]:
     return {"depstat": __version__, "python": platform.python_version(), "tokenizers": tok}
 
 
-def _granularity_numbers(profile: Profile, name: str) -> dict:
-    """Tokens, W with interval, decay fits and curvature of one granularity."""
-    a = profile.analysis
-    facts, g = profile.granularities[name], a["granularity_analysis"].get(name, {})
-    w = g.get("W")
-    fits = g.get("decay_fits", {})
-    power, expo = fits.get("power"), fits.get("exponential")
-    curv = a["self_similarity"]["curvature"].get(name)
+def _granularity_numbers(profile: Profile, analysis: Analysis, name: str) -> dict:
+    """Tokens, and the kind, W and fits of one granularity's kernel."""
+    facts, w = profile.granularities[name], analysis.widths.get(name)
     return {
         "vocab_size": facts.get("vocab_size"),
         "n_tokens": facts.get("n_tokens"),
         "n_docs": facts.get("n_docs"),
         "bytes_per_token": facts.get("bytes_per_token"),
-        "W": w["W"] if w else None,
-        "W_interval": [w["ci_low"], w["ci_high"]] if w else None,
-        "W_bytes": g.get("W_bytes"),
-        "W_note": g.get("W_note"),
-        "decay_model": g.get("decay_model_preferred"),
-        "alpha": power["parameter"] if power else None,
-        "alpha_interval": [power["ci_low"], power["ci_high"]] if power else None,
-        "xi": expo["parameter"] if expo else None,
-        "xi_interval": [expo["ci_low"], expo["ci_high"]] if expo else None,
-        "curvature": curv["curvature"] if curv else None,
-        "curvature_interval": curv["ci"] if curv else None,
-        "cutoff": curv["cutoff"] if curv else None,
+        "kind": w.kind if w else None,
+        "W": w.W if w else None,
+        "W_interval": [w.ci_low, w.ci_high] if w and w.W is not None else None,
+        "W_bytes": w.W_bytes if w else None,
+        "decay_model": w.preferred_model if w else None,
+        "alpha": w.alpha if w else None,
+        "alpha_interval": list(w.alpha_ci) if w and w.alpha_ci else None,
+        "floor_bits": w.floor if w else None,
     }
 
 
@@ -146,6 +142,7 @@ def card_numbers(markdown_text: str) -> dict:
 
 def write_card(
     profile: Profile,
+    analysis: Analysis,
     out_path: str | Path,
     command: str,
     title: str | None = None,
@@ -155,22 +152,23 @@ def write_card(
     out = Path(out_path)
     out.parent.mkdir(parents=True, exist_ok=True)
     figure = out.with_suffix(".png")
-    numbers = card_data(profile)
-    _save_figure(profile, figure)
-    text = render_card(profile, numbers, command, title, description, figure.name)
+    numbers = card_data(profile, analysis)
+    _save_figure(profile, analysis, figure)
+    text = render_card(profile, analysis, numbers, command, title, description, figure.name)
     out.write_text(text, encoding="utf-8")
     return out
 
 
-def _save_figure(profile: Profile, path: Path) -> None:
+def _save_figure(profile: Profile, analysis: Analysis, path: Path) -> None:
     """The report's MI-profile figure (one panel per granularity) as a PNG without metadata."""
     from depstat.report import DPI, FIGURES
 
-    FIGURES["mi_profile"](profile).savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    FIGURES["mi_profile"](profile, analysis).savefig(path, format="png", dpi=DPI, metadata={"Software": None})
 
 
 def render_card(
-    profile: Profile, numbers: dict, command: str, title: str | None, description: str | None, figure: str,
+    profile: Profile, analysis: Analysis, numbers: dict, command: str, title: str | None,
+    description: str | None, figure: str,
 ) -> str:
     """The card's Markdown; every number in it is read from ``numbers``."""
     parts = [f"# {title or 'Data card: ' + str(numbers['corpus'])}"]
@@ -180,9 +178,9 @@ def render_card(
         "## Corpus", _corpus(profile, numbers),
         "## Sampling and tokenization", _sampling(profile, numbers),
         "## MI profile", _figure(figure),
-        "## Dependency width W and decay", _widths(numbers),
-        "## Self-similarity", _selfsim(profile, numbers),
-        "## Recommendation", _recommendation(profile, numbers),
+        "## Dependency kernels", _widths(analysis, numbers),
+        "## Self-similarity", _selfsim(analysis, numbers),
+        "## Recommendation", _recommendation(analysis, numbers),
         "## Provenance", _provenance(numbers, command),
         "## Numbers", _numbers_block(numbers),
     ]
@@ -211,7 +209,8 @@ def _sampling(profile: Profile, n: dict) -> str:
         f"- sampling: {s.get('rule', '–')} (budget unit: {s.get('token_unit', '–')})",
         *([f"- tokenization: {s['tokenizer_training']}"] if s.get("tokenizer_training") else []),
         f"- offsets: {t['offset'].n_unique()} from {t['offset'].min()} to {t['offset'].max()} tokens",
-        f"- MI estimator: {profile.estimator}; delete-one-block jackknife intervals, Student t, "
+        f"- MI estimator: {profile.estimator}; weighted delete-a-group jackknife intervals over random "
+        "document groups, Student t, "
         f"{profile.confidence:.0%} confidence",
     ]
     rows = [
@@ -252,60 +251,57 @@ def _figure(name: str) -> str:
     return (
         f"![MI profile I(r) per granularity]({name})\n\n"
         "*I(r) in bits on log-log axes, one panel per granularity (the others in grey). Filled points "
-        "are distinguishable from zero, hollow ones are not; bands are the confidence intervals; dashed "
-        "lines are the noise floors; triangles mark values at or below the axis floor.*"
+        "are distinguishable from zero, hollow ones are not; bands are the confidence intervals; the dashed "
+        "black line is the preferred decay model with its floor; triangles mark values at or below the axis "
+        "floor.*"
     )
 
 
-def _widths(n: dict) -> str:
-    """W per granularity with interval, decay fits and curvature."""
-    st = n["settings"]
-    rows, notes = [], []
-    for name, g in n["granularities"].items():
-        if g["W_note"]:
-            notes.append(f"- {name}: no W: {g['W_note']}")
-        curv = "–" if g["curvature"] is None else (
-            f"{g['curvature']:+.3f} [{_signed(g['curvature_interval'][0])}, {_signed(g['curvature_interval'][1])}]"
-            + (" cutoff" if g["cutoff"] else ""))
-        rows.append([
-            name + (" (model)" if name == st["model_granularity"] else ""),
-            _ival(g["W"], g["W_interval"]), _fmt(g["W_bytes"]), g["decay_model"] or "–",
-            _ival(g["alpha"], g["alpha_interval"]), _ival(g["xi"], g["xi_interval"]), curv,
-        ])
-    head = ["granularity", f"W, tokens ({st['width']}) [interval]", "W, bytes", "decay model (AIC)",
-            "power law α [CI]", "exponential ξ, tokens [CI]", "curvature [CI]"]
+def _widths(analysis: Analysis, n: dict) -> str:
+    """The kind of each granularity's kernel, W with interval, alpha and the floor."""
+    rows = [[
+        name + (" (model)" if name == n["settings"]["model_granularity"] else ""), g["kind"] or "(duplicate)",
+        _ival(g["W"], g["W_interval"]), _fmt(g["W_bytes"]), g["decay_model"] or "–",
+        _ival(g["alpha"], g["alpha_interval"]), _fmt(g["floor_bits"]),
+    ] for name, g in n["granularities"].items()]
+    head = ["granularity", "kernel", "W, tokens (q90) [interval]", "W, bytes", "decay model",
+            "power law α [CI]", "floor, bits"]
     text = (
-        f"W is the {st['width']} width of the dependency kernel over 1 ≤ r < L_train = {st['train_length']} "
-        "tokens (interval: redraws of the profile within its standard errors). The decay fits are weighted "
-        "least squares on log I over the significant offsets (I ∝ r^−α or I ∝ exp(−r/ξ); the model with the "
-        "lower AIC is named). The curvature is the (log r)² coefficient of log I over the well-populated "
-        "significant offsets; a cutoff is a curvature whose interval lies below zero."
+        "Each profile is fitted by a power law and by an exponential, each with a floor (weighted least squares "
+        "on I over the well-populated offsets); the kernel is *characteristic* (or *local*, within a few tokens) "
+        "when the exponential fits better and its q90 width W lies well inside the profiled range, *scale-free* "
+        "otherwise. Intervals: the fits repeated on each jackknife replicate."
     )
-    return text + "\n\n" + _table(head, rows) + ("\n\n" + "\n".join(notes) if notes else "")
+    reasons = "\n".join(f"- {w.granularity}: {w.reason}" for w in analysis.widths.values())
+    return text + "\n\n" + _table(head, rows) + "\n\n" + reasons
 
 
-def _selfsim(profile: Profile, n: dict) -> str:
+def _selfsim(analysis: Analysis, n: dict) -> str:
     """The verdict and its reasons."""
-    reasons = profile.analysis["self_similarity"]["reasons"]
-    return f"Verdict: **{n['verdict']}**.\n\n" + "\n".join(f"- {r}" for r in reasons)
+    return f"Verdict: **{n['verdict']}**.\n\n" + "\n".join(f"- {r}" for r in analysis.self_similarity.reasons)
 
 
-def _recommendation(profile: Profile, n: dict) -> str:
-    """The base with its range, the extension, the reasons and the config snippet."""
-    rec, st = profile.analysis["recommendation"], n["settings"]
-    lo, hi = n["rope_theta_interval"]
+def _recommendation(analysis: Analysis, n: dict) -> str:
+    """The base with its bounds, the extension, the reasons, the other rules and the configs."""
+    rec, st = analysis.recommendation, n["settings"]
     lines = [
-        f"- rope_theta = **{_fmt(n['rope_theta'])}** (range {_fmt(lo)}–{_fmt(hi)} over W's interval) for head "
-        f"dimension {st['head_dim']} and L_train = {st['train_length']}; W read at {st['model_granularity']}, "
-        f"θ* = c/W = {n['theta_star']:.3g} rad/token (c = {st['c']:.4g}, margin {st['margin']:g})",
+        f"- rope_theta = **{_fmt(n['rope_theta'])}** for head dimension {st['head_dim']} and L_train = "
+        f"{st['train_length']}, read at {st['model_granularity']}: the larger of b_A = {_fmt(n['base_from_data'])} "
+        f"(θ* = {n['theta_star']:.3g} rad/token inside the grid, margin {st['margin']:g}) and Men et al.'s bound "
+        f"{_fmt(n['base_men'])}",
     ]
     if n["extension"]:
         e = n["extension"]
         lines.append(f"- extension to {st['target_length']} tokens: {EXTENSION_NAMES.get(e['method'], e['method'])}, "
                      f"factor {e['factor']:g}")
-    lines += [f"- {r}" for r in rec["reasons"]]
-    snippet = json.dumps(_clean(rec["hf_config"]), indent=2)
-    return "\n".join(lines) + "\n\nHugging Face config:\n\n```json\n" + snippet + "\n```"
+    lines += [f"- {r}" for r in rec.reasons]
+    rules = _table(["rule", "base", "θ* band", "bands slower"],
+                   [[g.rule, _fmt(_clean(g.base)), str(g.theta_star_band), str(g.bands_slower)]
+                    for g in (rec.recommended, *rec.alternatives)])
+    snippet = json.dumps(_clean(rec.rope_parameters), indent=2)
+    legacy = json.dumps(_clean(rec.legacy_config), indent=2)
+    return ("\n".join(lines) + "\n\n" + rules + "\n\ntransformers ≥ 5 config:\n\n```json\n" + snippet
+            + "\n```\n\ntransformers 4.x config:\n\n```json\n" + legacy + "\n```")
 
 
 def _provenance(n: dict, command: str) -> str:
@@ -341,16 +337,6 @@ def _order(profile: Profile) -> list[str]:
     return sorted(profile.granularities, key=lambda k: profile.granularities[k].get("bytes_per_token") or math.inf)
 
 
-def _analysis(profile: Profile) -> dict:
-    """The profile's analysis, or an error saying how to get one."""
-    if profile.analysis is None:
-        raise DepstatError(
-            "this profile has no analysis (W, self-similarity, recommendation)",
-            hint="run depstat.analysis.attach(profile, Settings(...)) first",
-        )
-    return profile.analysis
-
-
 def _fmt(x: float | int | None) -> str:
     """A number for text: integers with separators, floats from 100 up whole, else 3 significant digits."""
     if x is None:
@@ -358,10 +344,6 @@ def _fmt(x: float | int | None) -> str:
     if isinstance(x, int) and not isinstance(x, bool):
         return f"{x:,}"
     return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-
-
-def _signed(x: float | None) -> str:
-    return "–" if x is None else f"{x:+.3f}"
 
 
 def _ival(value: float | None, interval: list | None) -> str:
@@ -412,12 +394,11 @@ def build_parser(prog: str = "python -m depstat.card") -> argparse.ArgumentParse
 def run(args: argparse.Namespace, command: str) -> Path:
     """Profile (or load) ``args.source``, analyse it with the advice options, write the card."""
     from depstat import cli
-    from depstat.analysis import attach
 
+    settings = cli.settings_from(args)
+    cli.check_settings(settings)
     result = cli.load_or_profile(args)
-    result.analysis = None  # a loaded profile is re-analysed with this command's settings
-    attach(result, cli.settings_from(args, result))
-    return write_card(result, args.out, command, args.title, args.description)
+    return write_card(result, analyze(result, settings), args.out, command, args.title, args.description)
 
 
 def command_line(prog: str, argv: Sequence[str]) -> str:

@@ -12,19 +12,28 @@ import numpy as np
 import polars as pl
 
 from depstat import __version__
-from depstat.analysis import Settings, attach, default_train_length
+from depstat.analysis import DEFAULT_TRAIN_LENGTH, Analysis, Settings, analyze
 from depstat.cache import default_cache_dir
-from depstat.dependency import DEFAULT_WIDTH, WIDTHS
 from depstat.errors import DepstatError
 from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
 from depstat.granularity import DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS
 from depstat.kernels import NOTE_BLOCKS
 from depstat.profile import (
-    DEFAULT_BLOCKS, DEFAULT_MAX_OFFSET, DEFAULT_NULL_DRAWS, DEFAULT_ORDER, DEFAULT_POPULATION, FEW_DOCS_SHARE, ORDERS,
-    POPULATIONS, Profile, log_offsets, profile,
+    DEFAULT_BLOCKS,
+    DEFAULT_MAX_OFFSET,
+    DEFAULT_NULL_DRAWS,
+    DEFAULT_ORDER,
+    DEFAULT_POPULATION,
+    FEW_DOCS_SHARE,
+    ORDERS,
+    POPULATIONS,
+    Profile,
+    log_offsets,
+    profile,
 )
+from depstat.recommend import DEFAULT_MARGIN, PAPER_C, Recommendation
 from depstat.sampling import DEFAULT_SAMPLE, SAMPLE_RULES
-from depstat.recommend import DEFAULT_MARGIN, PAPER_C
+from depstat.selfsim import MARGIN as SIMILARITY_MARGIN
 
 
 def _int_list(text: str) -> list[int]:
@@ -138,12 +147,13 @@ def analysis_options() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     a = p.add_argument_group("model and advice")
     a.add_argument("--head-dim", type=int, default=128, help="attention head dimension d (default: 128)")
-    a.add_argument("--train-length", type=int, default=None, help="training context length L (default: 2048, or the largest profiled offset if smaller)")
+    a.add_argument("--train-length", type=int, default=DEFAULT_TRAIN_LENGTH, help=f"training context length L (default: {DEFAULT_TRAIN_LENGTH})")
     a.add_argument("--target-length", type=int, default=None, help="context length to extend to (adds PI / YaRN advice)")
     a.add_argument("--model-granularity", default=None, help="granularity W is read at (default: a --tokenizer one, else the largest BPE)")
-    a.add_argument("--width", default=DEFAULT_WIDTH, choices=WIDTHS, help=f"definition of W (default: {DEFAULT_WIDTH})")
     a.add_argument("--c", type=float, default=PAPER_C, help="constant of theta* = c / W (default: pi)")
     a.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help=f"slowest band at theta*/margin (default: {DEFAULT_MARGIN:g})")
+    a.add_argument("--similarity-margin", type=float, default=SIMILARITY_MARGIN,
+                   help=f"largest disagreement of local slopes across granularities still called self-similar (default: {SIMILARITY_MARGIN:g})")
     return p
 
 
@@ -175,7 +185,6 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--out", default=None, help="directory for profile.parquet and summary.json")
     o.add_argument("--format", choices=["table", "json"], default="table", help="console output (default: table)")
     o.add_argument("--report", action="store_true", help="also write report.html and report.md into --out")
-    o.add_argument("--save-replicates", action="store_true", help="also write replicates.parquet into --out: each jackknife group's whole profile")
 
     s = sub.add_parser("selfsim", parents=[corpus, analysis], help="self-similarity report across granularities")
     s.add_argument("source", help=source_help)
@@ -304,65 +313,57 @@ def render(result: Profile) -> str:
     return "\n".join(lines)
 
 
-def render_selfsim(analysis: dict) -> str:
-    """Per-granularity W, decay and curvature, then the verdict and its reasons."""
-    ss = analysis["self_similarity"]
-    rows = []
-    for name, g in analysis["granularity_analysis"].items():
-        w = g["W"] or {"W": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
-        curv = ss["curvature"].get(name)
-        alpha = ss["power_law_exponents"].get(name)
-        rows.append({
-            "granularity": name,
-            "W (tokens)": f"{w['W']:.0f} [{w['ci_low']:.0f}, {w['ci_high']:.0f}]",
-            "W (bytes)": f"{g['W_bytes']:.0f}" if g.get("W_bytes") else "",
-            "decay": g["decay_model_preferred"] or "",
-            "alpha": f"{alpha['alpha']:.2f} [{alpha['ci'][0]:.2f}, {alpha['ci'][1]:.2f}]" if alpha else "",
-            "curvature": f"{curv['curvature']:+.3f} [{curv['ci'][0]:+.3f}, {curv['ci'][1]:+.3f}]" if curv else "",
-        })
-    lines = [f"W: {analysis['settings']['width']} of the kernel over 1..{analysis['settings']['train_length']}"]
+def _num(x: float | None, fmt: str = ".1f") -> str:
+    return "" if x is None or x != x else format(x, fmt)
+
+
+def render_widths(analysis: Analysis) -> str:
+    """One line per granularity: the kind of its kernel, W with interval, alpha, the floor."""
+    rows = [{
+        "granularity": w.granularity, "kind": w.kind,
+        "W (tokens)": f"{_num(w.W)} [{_num(w.ci_low)}, {_num(w.ci_high)}]" if w.W is not None else "",
+        "W (bytes)": _num(w.W_bytes, ".0f"),
+        "alpha": f"{_num(w.alpha, '.2f')} [{_num(w.alpha_ci[0], '.2f')}, {_num(w.alpha_ci[1], '.2f')}]" if w.alpha_ci else "",
+        "floor (bits)": _num(w.floor, ".4f"), "r_max": f"{w.r_max:.0f}",
+    } for w in analysis.widths.values()]
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40, tbl_width_chars=200):
-        lines.append(str(pl.DataFrame(rows)))
-    lines.append(f"self-similarity: {ss['verdict']}")
-    lines += [f"  - {r}" for r in ss["reasons"]]
-    if ss["pairs"]:
-        lines.append("  collapse (log10 token/byte misfit; > 0: byte units fit better):")
-        for q in ss["pairs"]:
-            lines.append(
-                f"    {q['fine']} -> {q['coarse']}: {q['score']:+.2f} [{q['score_ci'][0]:+.2f}, {q['score_ci'][1]:+.2f}],"
-                f" bytes/token ratio {q['rho']:.2f}, best dilation {q['dilation']:.2f}"
-            )
+        table = str(pl.DataFrame(rows))
+    return "dependency kernels (decay above a floor; W = q90 of the fitted kernel):\n" + table
+
+
+def render_selfsim(analysis: Analysis) -> str:
+    """Widths, then the verdict and its reasons."""
+    ss = analysis.self_similarity
+    lines = [render_widths(analysis), f"self-similarity: {ss.verdict}"]
+    lines += [f"  - {r}" for r in ss.reasons]
     return "\n".join(lines)
 
 
-def render_recommendation(rec: dict) -> str:
-    """The recommendation in words, the habits side by side, and the config snippet."""
-    lines = [f"recommended rope_theta: {rec['rope_theta']:.4g} (head_dim {rec['head_dim']}, L_train {rec['train_length']}, "
-             f"W read at {rec['granularity']})"]
-    lines += [f"  - {r}" for r in rec["reasons"]]
-    lines.append(f"  {'grid':<20} {'base':>10} {'slowest λ':>12}   bands slower than theta*")
-    for name, g in rec["grid_comparison"].items():
-        lines.append(f"  {name:<20} {g['base']:>10.4g} {g['slowest_wavelength']:>12.0f}   {g['bands_slower_than_theta_star']:>4}")
-    lines.append("Hugging Face config:")
-    lines.append(json.dumps(rec["hf_config"], indent=2))
+def render_recommendation(rec: Recommendation) -> str:
+    """The recommendation in words, the other rules side by side, and the config to paste."""
+    lines = [f"recommended rope_theta: {rec.rope_theta:.4g} (head_dim {rec.head_dim}, L_train {rec.train_length}, "
+             f"read at {rec.granularity}; set by {'the data' if rec.bound == 'data' else rec.bound})"]
+    lines += [f"  - {r}" for r in rec.reasons]
+    lines.append(f"  {'rule':<34} {'base':>10} {'theta* band':>12} {'bands slower':>13}")
+    for g in (rec.recommended, *rec.alternatives):
+        lines.append(f"  {g.rule:<34} {g.base:>10.4g} {g.theta_star_band:>12} {g.bands_slower:>13}")
+    lines.append("transformers >= 5 config:")
+    lines.append(json.dumps(rec.rope_parameters, indent=2))
+    lines.append("transformers 4.x config:")
+    lines.append(json.dumps(rec.legacy_config, indent=2))
     return "\n".join(lines)
 
 
-def render_analysis(analysis: dict) -> str:
+def render_analysis(analysis: Analysis) -> str:
     """Self-similarity and recommendation sections of the console report."""
-    return render_selfsim(analysis) + "\n\n" + render_recommendation(analysis["recommendation"])
+    return render_selfsim(analysis) + "\n\n" + render_recommendation(analysis.recommendation)
 
 
-def settings_from(args: argparse.Namespace, result: Profile) -> Settings:
-    """Analysis settings from the command line, defaults resolved against the profile."""
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Analysis settings from the command line."""
     return Settings(
-        head_dim=args.head_dim,
-        train_length=args.train_length or default_train_length(result),
-        target_length=args.target_length,
-        granularity=args.model_granularity,
-        width=args.width,
-        c=args.c,
-        margin=args.margin,
+        head_dim=args.head_dim, train_length=args.train_length, target_length=args.target_length,
+        granularity=args.model_granularity, c=args.c, margin=args.margin, similarity_margin=args.similarity_margin,
     )
 
 
@@ -391,57 +392,61 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    """depstat profile: profile, analyse (when possible), save, print."""
+    """depstat profile: profile, analyse, save, print."""
     if args.report and not args.out:
         raise DepstatError("--report needs --out DIR")
-    if args.save_replicates and not args.out:
-        raise DepstatError("--save-replicates needs --out DIR")
+    settings = settings_from(args)
+    check_settings(settings)
     result = run_profile(args)
-    note = None
-    try:
-        attach(result, settings_from(args, result))
-    except DepstatError as err:  # the profile stands on its own; say why the advice is missing
-        note = f"analysis skipped: {err}"
+    analysis = analyze(result, settings)
     if args.out:
-        result.save(args.out, replicates=args.save_replicates)
-        if args.report and result.analysis:
+        result.save(args.out, analysis)
+        if args.report:
             from depstat.report import build_report
 
-            build_report(result, args.out)
+            build_report(result, analysis, args.out)
     if args.format == "json":
-        print(json.dumps(result.summary(), indent=2, default=str))
+        print(json.dumps({**result.summary(), **analysis.to_dict()}, indent=2, default=str))
         return 0
     print(render(result))
-    if result.analysis:
-        print()
-        print(render_analysis(result.analysis))
-    if note:
-        print(f"\n{note}")
+    print()
+    print(render_analysis(analysis))
     if args.out:
-        print(f"\nwrote {args.out}/profile.parquet and {args.out}/summary.json" + (" and report.html/.md" if args.report and result.analysis else ""))
+        print(f"\nwrote {args.out}/profile.parquet and {args.out}/summary.json" + (" and report.html/.md" if args.report else ""))
     return 0
 
 
+def check_settings(settings: Settings) -> None:
+    """Reject analysis settings before any work is done."""
+    from depstat.recommend import check_settings as check
+
+    check(settings.head_dim, settings.train_length, settings.target_length, settings.c, settings.margin)
+    if not settings.similarity_margin > 0:
+        raise DepstatError(f"--similarity-margin must be positive, got {settings.similarity_margin:g}")
+
+
 def cmd_selfsim(args: argparse.Namespace) -> int:
-    """depstat selfsim: the self-similarity part of the analysis."""
-    result = load_or_profile(args)
-    attach(result, settings_from(args, result))
-    section = {k: result.analysis[k] for k in ("self_similarity", "W")}
+    """depstat selfsim: widths and the self-similarity verdict."""
+    settings = settings_from(args)
+    check_settings(settings)
+    analysis = analyze(load_or_profile(args), settings)
     if args.format == "json":
-        print(json.dumps(section, indent=2, default=str))
+        d = analysis.to_dict()
+        print(json.dumps({k: d[k] for k in ("W", "self_similarity")}, indent=2, default=str))
     else:
-        print(render_selfsim(result.analysis))
+        print(render_selfsim(analysis))
     return 0
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     """depstat recommend: RoPE base and extension advice."""
-    result = load_or_profile(args)
-    attach(result, settings_from(args, result))
+    settings = settings_from(args)
+    check_settings(settings)
+    analysis = analyze(load_or_profile(args), settings)
     if args.format == "json":
-        print(json.dumps(result.analysis["recommendation"], indent=2, default=str))
+        print(json.dumps(analysis.recommendation.to_dict(), indent=2, default=str))
     else:
-        print(render_recommendation(result.analysis["recommendation"]))
+        print(render_recommendation(analysis.recommendation))
     return 0
 
 
@@ -449,10 +454,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     """depstat report: HTML and Markdown report of a saved profile."""
     from depstat.report import build_report
 
+    settings = settings_from(args)
+    check_settings(settings)
     result = Profile.load(args.source)
-    result.analysis = None
-    attach(result, settings_from(args, result))
-    paths = build_report(result, args.out or args.source)
+    paths = build_report(result, analyze(result, settings), args.out or args.source)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
 

@@ -1,189 +1,320 @@
-"""The dependency kernel K(r) of one profile, its width W, and decay-model fits.
+"""The dependency kernel of one granularity: decay models with a floor, and the width W they imply.
 
-K(r) is the mutual information at distance r over the offsets a model of training length
-L sees (1 <= r < L), each estimate shrunk towards zero by one standard error
-(soft thresholding, max(I - se, 0)), interpolated linearly in log r between measured
-offsets and normalised to sum to one. Shrinking removes the mass that noise would add
-over hundreds of long offsets (plain clipping adds ~0.4 se per offset; keeping negative
-values lets noise cancel real signal), while weak but consistent long-range
-information, as in text, still counts; a hard significance cut would make W jump with
-the sample size.
-Its width W summarises how far the information reaches; paper A's rule θ* = c / W turns
-it into a RoPE frequency.
+Two models are fitted to I(r) over the well-populated offsets, by weighted least squares on
+I itself (not log I, so offsets whose estimate is near zero or below keep their weight):
 
-Widths (``WIDTHS``):
+- power law with a floor, I = A r^-alpha + c (as the L2M code fits it, 0 <= c <= the
+  profile's lower decile): no scale of its own;
+- exponential with a floor, I = A exp(-(r - 1) / xi) + c: a characteristic length xi.
 
-- ``q90`` (default): the offset below which 90 % of the kernel mass lies. For a kernel
-  concentrated at B it is B; it covers most of the information, which is what a frequency
-  must not alias over.
-- ``q50``: the median offset of the kernel mass.
-- ``mean``: the mean offset sum r K(r).
-- ``reach``: the last measured offset whose MI is distinguishable from zero.
+The floor takes up what reaches every offset alike (leftover estimator bias, or information
+shared by a whole document), so that it does not count as long dependencies. The model with
+the smaller weighted residual is preferred (both have three parameters, so this is AIC).
 
-Decay models, fitted by weighted least squares on log I over significant offsets:
-power law I = A r^-alpha (scale-free: self-similar) and exponential I = A exp(-r / xi)
-(a characteristic length), compared by AIC.
+What the data say (``Width.kind``):
+
+- ``characteristic``: the exponential is preferred and its q90 width W = xi ln 10 (the offset
+  within which 90 % of the kernel above the floor lies) is well inside the measured range;
+- ``local``: W of at most ``LOCAL_TOKENS`` tokens: dependencies end within a few tokens (an
+  exponential, or a power law so steep, alpha > 1, that its kernel's q90 is that short);
+- ``scale-free``: the power law is preferred, or the exponential's width reaches past half of
+  the largest offset: no length of its own up to ``r_max``;
+- ``none``: no offset has mutual information distinguishable from zero.
+
+Intervals come from the profile's whole-profile jackknife replicates: every fit is repeated on
+each replicate (the profile without one random group of documents), so the interval keeps the
+covariance across offsets.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
-from scipy import stats
+import polars as pl
+from scipy import optimize, special, stats
 
-from depstat.errors import DepstatError
+from depstat import estimators as est
 
-WIDTHS = ("q90", "q50", "mean", "reach")
-DEFAULT_WIDTH = "q90"
-N_DRAWS = 400
+LOCAL_TOKENS = 8.0
+MIN_DOCS = 20  # documents an offset needs to be used (or half the corpus's, for small corpora)
+REL_SE_FLOOR = 0.02  # relative error floor of a point's weight, so one tiny-se point cannot dominate
+MODELS = ("power", "exponential")
 
 
 @dataclass(frozen=True)
-class Width:
-    """Kernel width W with an interval propagated from the profile's intervals."""
+class Curve:
+    """One granularity's profile over its well-populated offsets, with its jackknife replicates.
 
-    W: float
-    ci_low: float
-    ci_high: float
-    definition: str
-    training_length: int
+    ``replicates[i, g]`` is I(offsets[i]) without document group g (the point where that group
+    holds no pair there); ``weights[g]`` the pairs group g holds over all offsets."""
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    name: str
+    offsets: np.ndarray
+    mi: np.ndarray
+    se: np.ndarray
+    significant: np.ndarray
+    replicates: np.ndarray
+    weights: np.ndarray
+    bytes_per_token: float | None = None
+
+    @property
+    def r_max(self) -> float:
+        return float(self.offsets.max()) if self.offsets.size else 0.0
+
+    def replicate(self, g: int) -> np.ndarray:
+        return self.replicates[:, g]
+
+
+def curve(table: pl.DataFrame, name: str, bytes_per_token: float | None = None) -> Curve:
+    """The Curve of granularity ``name`` in a profile table (offsets resting on few documents left out)."""
+    rows = table.filter(pl.col("granularity") == name).sort("offset")
+    enough = min(MIN_DOCS, rows["n_docs"].max() / 2) if rows.height else 0
+    rows = rows.filter(pl.col("n_docs") >= enough)
+    mi = rows["mi_bits"].to_numpy().astype(float)
+    if "replicates" in rows.columns and rows.height and rows["replicates"].list.len().min() >= 2:
+        reps = np.array(rows["replicates"].to_list(), dtype=float)
+        pairs = np.array(rows["group_pairs"].to_list(), dtype=float)
+        reps = np.where(np.isfinite(reps), reps, mi[:, None])
+        weights = pairs.sum(axis=0)
+    else:
+        reps, weights = np.zeros((rows.height, 0)), np.zeros(0)
+    return Curve(
+        name, rows["offset"].to_numpy().astype(float), mi, np.nan_to_num(rows["se"].to_numpy().astype(float)),
+        rows["significant"].to_numpy(), reps, weights, bytes_per_token,
+    )
+
+
+def exact_curve(offsets: np.ndarray, mi: np.ndarray, name: str = "exact") -> Curve:
+    """A Curve of a profile known exactly (a source's exact MI): no error and no replicates."""
+    offsets, mi = np.asarray(offsets, float), np.asarray(mi, float)
+    return Curve(name, offsets, mi, np.zeros_like(mi), mi > 0, np.zeros((mi.size, 0)), np.zeros(0))
+
+
+def replicate_interval(
+    point: float, values: np.ndarray, weights: np.ndarray, confidence: float,
+) -> tuple[float, float, float]:
+    """(standard error, low, high) of a whole-profile statistic from its values on the replicates
+    (weighted delete-a-group jackknife, Student-t with G-1 df); NaN values are dropped."""
+    ok = np.isfinite(values) & (weights > 0)
+    if ok.sum() < 2 or not np.isfinite(point):
+        return float("nan"), float("nan"), float("nan")
+    reps = est.Replicates(np.array([point]), values[ok][None, :], weights[ok][None, :])
+    se = float(est.jackknife_se(reps)[0])
+    half = stats.t.ppf(0.5 + confidence / 2, int(ok.sum()) - 1) * se
+    return se, point - half, point + half
 
 
 @dataclass(frozen=True)
 class DecayFit:
-    """One decay model fitted to log I(r): its scale parameter with interval, and AIC."""
+    """One decay model with a floor fitted to I(r): amplitude, shape parameter, floor, fit quality."""
 
     model: str
     amplitude: float
     parameter: float  # alpha for the power law, xi (tokens) for the exponential
-    ci_low: float
-    ci_high: float
-    aic: float
+    floor: float
+    chi2: float
     n_points: int
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def predict(self, r: np.ndarray) -> np.ndarray:
+        return _shape(self.model, np.asarray(r, float), self.amplitude, self.parameter) + self.floor
+
+    @property
+    def aic(self) -> float:
+        return self.chi2 + 2 * 3
 
 
-def shrink(mi: np.ndarray, se: np.ndarray) -> np.ndarray:
-    """Soft threshold: each MI estimate moved towards zero by one standard error."""
-    return np.maximum(np.asarray(mi, float) - np.nan_to_num(np.asarray(se, float)), 0.0)
+def _shape(model: str, r: np.ndarray, amplitude: float, parameter: float) -> np.ndarray:
+    if model == "power":
+        return amplitude * r ** (-parameter)
+    return amplitude * np.exp(-(r - 1) / parameter)
 
 
-def kernel(offsets: np.ndarray, mi: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """(r, K(r)) for r = 1 .. length-1 from (shrunken) MI at measured offsets, unit mass."""
-    r = np.arange(1, length, dtype=np.float64)
-    k = np.interp(np.log(r), np.log(offsets.astype(np.float64)), mi)
-    total = k.sum()
-    return r, (k / total if total > 0 else np.zeros_like(k))
+def fit_decay(r: np.ndarray, mi: np.ndarray, se: np.ndarray, model: str) -> DecayFit | None:
+    """Weighted least-squares fit of one model with a floor; None when it cannot be fitted."""
+    r, y = np.asarray(r, float), np.asarray(mi, float)
+    if r.size < 4 or not np.any(y > 0):
+        return None
+    peak = float(max(y.max(), 1e-12))
+    sigma = np.maximum(np.maximum(np.nan_to_num(se), REL_SE_FLOOR * np.abs(y)), 1e-4 * peak)
+    c_max = max(float(np.quantile(y, 0.1)), 0.0)
+    if model == "power":
+        pos = y > 0
+        slope = np.polyfit(np.log(r[pos]), np.log(y[pos]), 1)[0] if pos.sum() >= 2 else -0.5
+        x0 = [math.log(peak), float(np.clip(-slope, 0.01, 4.9)), 0.0]
+        lo, hi = [math.log(peak) - 20, 0.0, 0.0], [math.log(peak) + 10, 5.0, c_max + 1e-12]
+    else:
+        below = np.nonzero(y < y[0] / math.e)[0]
+        xi0 = float(r[below[0]]) if below.size else float(r.max())
+        x0 = [math.log(peak), math.log(max(xi0, 0.2)), 0.0]
+        lo, hi = [math.log(peak) - 20, math.log(0.05), 0.0], [math.log(peak) + 10, math.log(1e3 * r.max()), c_max + 1e-12]
+
+    def residual(p: np.ndarray) -> np.ndarray:
+        par = p[1] if model == "power" else math.exp(p[1])
+        return (_shape(model, r, math.exp(p[0]), par) + p[2] - y) / sigma
+
+    x0 = np.clip(x0, lo, hi)
+    try:
+        res = optimize.least_squares(residual, x0, bounds=(lo, hi), x_scale="jac")
+    except (ValueError, FloatingPointError):
+        return None
+    p = res.x
+    par = float(p[1]) if model == "power" else float(math.exp(p[1]))
+    return DecayFit(model, float(math.exp(p[0])), par, float(p[2]), float(2 * res.cost), int(r.size))
 
 
-def width_of(offsets: np.ndarray, mi: np.ndarray, length: int, definition: str) -> float:
-    """W of one realisation of the profile (NaN when the kernel is empty)."""
-    if definition == "reach":
-        inside = (offsets < length) & (mi > 0)
-        return float(offsets[inside].max()) if inside.any() else float("nan")
-    r, k = kernel(offsets, mi, length)
-    if k.sum() <= 0:
-        return float("nan")
-    if definition == "mean":
-        return float(np.sum(r * k))
-    q = {"q90": 0.9, "q50": 0.5}[definition]
-    return float(r[min(np.argmax(np.cumsum(k) >= q), len(r) - 1)])
+def fits_of(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> dict[str, DecayFit]:
+    """Both decay models fitted to one profile (models that could not be fitted left out)."""
+    out = {m: fit_decay(r, mi, se, m) for m in MODELS}
+    return {m: f for m, f in out.items() if f is not None}
 
 
-def kernel_width(
-    offsets: np.ndarray,
-    mi: np.ndarray,
-    se: np.ndarray,
-    significant: np.ndarray,
-    length: int,
-    definition: str = DEFAULT_WIDTH,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> Width:
-    """W of a profile for training length ``length``, with a parametric-bootstrap interval.
-
-    The interval redraws each offset's MI from Normal(mi, se) (offsets treated as
-    independent) and recomputes W. ``significant`` is used by the ``reach`` width only.
-    Both the point and the redraws use the same shrunken kernel.
-    """
-    if definition not in WIDTHS:
-        raise DepstatError(f"unknown width definition {definition!r}", hint="choose one of " + ", ".join(WIDTHS))
-    offsets = np.asarray(offsets)
-    if length < 2:
-        raise DepstatError(f"the training length must be at least 2, got {length}")
-    if offsets.max() < length - 1:
-        raise DepstatError(
-            f"the profile stops at offset {int(offsets.max())}, short of the training length {length}",
-            hint=f"profile again with --max-offset {length} or more",
-        )
-    mi = np.asarray(mi, dtype=np.float64)
-    se = np.nan_to_num(np.asarray(se, dtype=np.float64))
-    floor = se * stats.norm.ppf(0.5 + confidence / 2)
-
-    def shaped(m: np.ndarray, sig: np.ndarray) -> np.ndarray:
-        return np.where(sig, m, 0.0) if definition == "reach" else shrink(m, se)
-
-    point = width_of(offsets, shaped(mi, np.asarray(significant, bool)), length, definition)
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(N_DRAWS):
-        m = mi + rng.standard_normal(mi.shape) * se
-        draws.append(width_of(offsets, shaped(m, m > floor), length, definition))
-    draws = np.asarray(draws)
-    draws = draws[np.isfinite(draws)]
-    lo, hi = (np.quantile(draws, [(1 - confidence) / 2, (1 + confidence) / 2]) if draws.size else (np.nan, np.nan))
-    return Width(point, float(min(lo, point)), float(max(hi, point)), definition, int(length))
-
-
-def fit_decay(offsets: np.ndarray, mi: np.ndarray, se: np.ndarray, confidence: float = 0.95) -> dict[str, DecayFit]:
-    """Power-law and exponential fits of the significant part of a profile (needs >= 3 points)."""
-    keep = (mi > 0) & np.isfinite(se)
-    r, y = np.asarray(offsets, float)[keep], np.log(mi[keep])
-    if r.size < 3:
-        return {}
-    # Weights 1 / var(log I) by the delta method, floored so one tiny-se point cannot dominate.
-    rel = np.maximum(se[keep] / mi[keep], 0.02)
-    w = 1.0 / rel**2
-    out = {}
-    for model, x in (("power", np.log(r)), ("exponential", r)):
-        coef, cov, rss, _ = _wls(np.column_stack([x, np.ones_like(x)]), y, w)
-        slope, intercept, slope_se = float(coef[0]), float(coef[1]), float(np.sqrt(cov[0, 0]))
-        t = stats.t.ppf(0.5 + confidence / 2, r.size - 2)
-        n = r.size
-        aic = n * np.log(max(rss, 1e-300) / n) + 4
-        if model == "power":
-            par, lo, hi = -slope, -slope - t * slope_se, -slope + t * slope_se
-        else:
-            rate = -slope
-            par = 1 / rate if rate > 0 else float("inf")
-            lo_rate, hi_rate = rate + t * slope_se, rate - t * slope_se
-            lo = 1 / lo_rate if lo_rate > 0 else float("inf")
-            hi = 1 / hi_rate if hi_rate > 0 else float("inf")
-        out[model] = DecayFit(model, float(np.exp(intercept)), float(par), float(lo), float(hi), float(aic), n)
-    return out
-
-
-def curvature(offsets: np.ndarray, log_mi: np.ndarray, se_log: np.ndarray, confidence: float = 0.95) -> tuple[float, float, float]:
-    """Curvature c of log I = a + b log r + c (log r)^2 (weighted), with its interval.
-
-    c < 0 means the local slope steepens: a characteristic length (cutoff).
-    """
-    x = np.log(np.asarray(offsets, float))
-    X = np.column_stack([x**2, x, np.ones_like(x)])
-    coef, cov, _, dof = _wls(X, log_mi, 1.0 / np.maximum(se_log, 0.02) ** 2)
-    half = stats.t.ppf(0.5 + confidence / 2, dof) * np.sqrt(cov[0, 0])
-    return float(coef[0]), float(coef[0] - half), float(coef[0] + half)
-
-
-def preferred_model(fits: dict[str, DecayFit]) -> str | None:
-    """The decay model with the lower AIC, or None without fits."""
+def preferred(fits: dict[str, DecayFit]) -> str | None:
+    """The model with the smaller AIC, or None without fits."""
     return min(fits.values(), key=lambda f: f.aic).model if fits else None
+
+
+def exponential_width(xi: float) -> float:
+    """q90 of an exponential kernel exp(-(r-1)/xi) over r >= 1: the offsets holding 90 % of its mass."""
+    return max(1.0, xi * math.log(10))
+
+
+def power_width(alpha: float) -> float:
+    """q90 of a power-law kernel r^-alpha over r >= 1 (infinite for alpha <= 1, whose mass diverges):
+    the R with sum_{r > R} r^-alpha = 0.1 zeta(alpha), by bisection on the Hurwitz zeta function."""
+    if alpha <= 1.0 + 1e-9:
+        return math.inf
+    tail = 0.1 * special.zeta(alpha)
+    lo, hi = 0.0, 1.0
+    while special.zeta(alpha, hi + 1) > tail:
+        lo, hi = hi, hi * 2
+        if hi > 1e12:
+            return math.inf
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if special.zeta(alpha, mid + 1) > tail else (lo, mid)
+    return max(1.0, hi)
+
+
+@dataclass(frozen=True)
+class Width:
+    """What one granularity's profile says about the reach of its dependencies.
+
+    ``W`` (tokens, q90 of the fitted kernel above its floor) and its interval are set for the
+    kinds ``characteristic`` and ``local``, and are None otherwise; ``alpha`` is the power-law
+    exponent (the profile's decay rate whatever the kind), ``floor`` the fitted floor in bits,
+    ``r_max`` the largest well-populated offset."""
+
+    granularity: str
+    kind: str
+    W: float | None
+    ci_low: float | None
+    ci_high: float | None
+    alpha: float | None
+    alpha_ci: tuple[float, float] | None
+    floor: float | None
+    floor_ci: tuple[float, float] | None
+    preferred_model: str | None
+    exponential_share: float | None  # replicates preferring the exponential
+    r_max: float
+    bytes_per_token: float | None
+    reason: str
+    fits: dict[str, DecayFit]
+
+    @property
+    def W_bytes(self) -> float | None:
+        return self.W * self.bytes_per_token if self.W is not None and self.bytes_per_token else None
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["fits"] = {k: asdict(f) for k, f in self.fits.items()}
+        out["W_bytes"] = self.W_bytes
+        return out
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A Curve with both decay models fitted to its point profile and to each replicate."""
+
+    curve: Curve
+    fits: dict[str, DecayFit]
+    replicate_fits: tuple[dict[str, DecayFit], ...]
+
+    @property
+    def model(self) -> str | None:
+        return preferred(self.fits)
+
+    def excess(self) -> Curve:
+        """The curve minus its fitted floor (the preferred model's), replicate by replicate."""
+        if self.model is None:
+            return self.curve
+        floors = np.array([f[self.model].floor if self.model in f else np.nan for f in self.replicate_fits])
+        floors = np.where(np.isfinite(floors), floors, self.fits[self.model].floor)
+        c = self.curve
+        return replace(c, mi=c.mi - self.fits[self.model].floor, replicates=c.replicates - floors[None, :])
+
+
+def fitted(c: Curve) -> Fitted:
+    """Fit both models to a curve and to each of its replicates."""
+    reps = tuple(fits_of(c.offsets, c.replicate(g), c.se) for g in range(c.replicates.shape[1]))
+    return Fitted(c, fits_of(c.offsets, c.mi, c.se), reps)
+
+
+def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
+    """The kind and width of one granularity's dependencies, with replicate intervals."""
+    c = f.curve
+    base = dict(granularity=c.name, r_max=c.r_max, bytes_per_token=c.bytes_per_token)
+    if not c.significant.any() or not f.fits:
+        return Width(**base, kind="none", W=None, ci_low=None, ci_high=None, alpha=None, alpha_ci=None,
+                     floor=None, floor_ci=None, preferred_model=None, exponential_share=None, fits={},
+                     reason="no offset has mutual information distinguishable from zero")
+    fits, rep_fits, model = f.fits, f.replicate_fits, f.model
+
+    def stat(fs: dict[str, DecayFit], what: str) -> float:
+        if what == "W":
+            return math.log(exponential_width(fs["exponential"].parameter)) if "exponential" in fs else np.nan
+        if what == "power W":
+            return math.log(min(power_width(fs["power"].parameter), 1e12)) if "power" in fs else np.nan
+        if what == "alpha":
+            return fs["power"].parameter if "power" in fs else np.nan
+        return fs[model].floor if model in fs else np.nan
+
+    def interval(what: str) -> tuple[float, float, float]:
+        vals = np.array([stat(fs, what) for fs in rep_fits])
+        return replicate_interval(stat(fits, what), vals, c.weights, confidence)
+
+    _, a_lo, a_hi = interval("alpha")
+    _, f_lo, f_hi = interval("floor")
+    alpha = fits["power"].parameter if "power" in fits else None
+    share = float(np.mean([preferred(fs) == "exponential" for fs in rep_fits])) if rep_fits else None
+    common = dict(alpha=alpha, alpha_ci=(a_lo, a_hi) if alpha is not None else None,
+                  floor=fits[model].floor, floor_ci=(f_lo, f_hi),
+                  preferred_model=model, exponential_share=share, fits=fits)
+    if model == "exponential":
+        w = exponential_width(fits["exponential"].parameter)
+        _, lo, hi = interval("W")
+        lo, hi = (math.exp(lo), math.exp(hi)) if np.isfinite(lo) else (w, w)
+        if hi < c.r_max / 2:
+            kind = "local" if hi <= LOCAL_TOKENS else "characteristic"
+            reason = (f"I(r) decays exponentially above a floor: 90 % of the kernel lies within {w:.1f} tokens "
+                      f"[{lo:.1f}, {hi:.1f}], well inside the {c.r_max:.0f} profiled")
+            if kind == "local":
+                reason = f"dependencies end within {math.ceil(hi)} tokens: " + reason
+            return Width(**base, kind=kind, W=w, ci_low=lo, ci_high=hi, reason=reason, **common)
+        reason = (f"the exponential's width ({w:.0f} tokens, up to {hi:.0f}) reaches past half of the "
+                  f"{c.r_max:.0f} profiled: no length of its own within the profiled range")
+    else:
+        w = power_width(alpha)
+        _, lo, hi = interval("power W")
+        lo, hi = (math.exp(lo), math.exp(hi)) if np.isfinite(lo) else (w, w)
+        if hi <= LOCAL_TOKENS:
+            reason = (f"dependencies end within {math.ceil(hi)} tokens: I(r) falls as a steep power law (alpha = "
+                      f"{alpha:.2f}) whose kernel holds 90 % of its mass within {w:.1f} tokens [{lo:.1f}, {hi:.1f}]")
+            return Width(**base, kind="local", W=w, ci_low=lo, ci_high=hi, reason=reason, **common)
+        reason = (f"a power law fits better than an exponential (alpha = {alpha:.2f}): no length of its own "
+                  f"up to r = {c.r_max:.0f}")
+    return Width(**base, kind="scale-free", W=None, ci_low=None, ci_high=None, reason=reason, **common)
 
 
 def local_slopes(offsets: np.ndarray, mi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -193,14 +324,3 @@ def local_slopes(offsets: np.ndarray, mi: np.ndarray) -> tuple[np.ndarray, np.nd
     if r.size < 2:
         return np.zeros(0), np.zeros(0)
     return np.sqrt(r[1:] * r[:-1]), np.diff(np.log(m)) / np.diff(np.log(r))
-
-
-def _wls(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, int]:
-    """Weighted least squares of y on the columns of X: (coefficients, covariance, weighted RSS, dof)."""
-    sw = np.sqrt(w)
-    coef, *_ = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)
-    resid = (y - X @ coef) * sw
-    rss = float(resid @ resid)
-    dof = max(len(y) - X.shape[1], 1)
-    cov = np.linalg.inv((X * w[:, None]).T @ X) * rss / dof
-    return coef, cov, rss, dof

@@ -28,13 +28,26 @@ from depstat.counting import PairCounter
 from depstat.distributed import DaskCounter, Engine, engine
 from depstat.errors import DepstatError
 from depstat.granularity import (
-    DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS, check_names, ids_stream, text_streams,
+    DEFAULT_LADDER,
+    DEFAULT_TRAIN_BYTES,
+    DEFAULT_TRAIN_DOCS,
+    check_names,
+    ids_stream,
+    text_streams,
 )
 from depstat.kernels import NOTE_BLOCKS
 from depstat.progress import bar
 from depstat.sampling import (
-    DEFAULT_SAMPLE, SAMPLE_RULES, STREAM_BUFFER, Selection, check_seed, counting_layout, describe,
-    first_documents, select, stream_keys,
+    DEFAULT_SAMPLE,
+    SAMPLE_RULES,
+    STREAM_BUFFER,
+    Selection,
+    check_seed,
+    counting_layout,
+    describe,
+    first_documents,
+    select,
+    stream_keys,
 )
 from depstat.stream import TokenStream
 
@@ -95,12 +108,16 @@ class Profile:
     estimator: str
     confidence: float
     skipped_offsets: dict[str, list[int]] = field(default_factory=dict)
-    analysis: dict | None = None  # W, self-similarity, recommendation (depstat.analysis)
     run: dict = field(default_factory=dict)  # seconds per stage and cache use; varies by run, not saved
 
     def to_polars(self) -> pl.DataFrame:
         """The profile table (granularity, offset, mi_bits, ci_low, ci_high, ...)."""
         return self.table.drop(REPLICATE_COLUMNS, strict=False)
+
+    @property
+    def has_replicates(self) -> bool:
+        """Whether the table holds whole-profile replicates (profiles counted with intervals do)."""
+        return "replicates" in self.table.columns and (self.table["replicates"].list.len().max() or 0) > 0
 
     @property
     def replicates(self) -> pl.DataFrame:
@@ -110,8 +127,8 @@ class Profile:
         granularity, so a statistic of the whole profile (W, a slope) computed on each
         replicate keeps the covariance across offsets. With ``population="fixed"`` a group
         left without documents is dropped and the later ones are numbered down."""
-        if "replicates" not in self.table.columns or self.table["replicates"].null_count() == self.table.height:
-            raise DepstatError("this profile holds no replicates", hint="profile again and save with --save-replicates")
+        if not self.has_replicates:
+            raise DepstatError("this profile holds no replicates", hint="profile again with intervals")
         return (
             self.table.select("granularity", "offset", "replicates", "group_pairs")
             .with_columns(pl.int_ranges(pl.col("replicates").list.len()).alias("group"))
@@ -152,19 +169,20 @@ class Profile:
                 "noise_floor": "half-width of the interval: MI below it is indistinguishable from zero",
             },
             "granularities": grans,
-            **(self.analysis or {}),
         }
 
-    def save(self, out_dir: str | Path, replicates: bool = False) -> Path:
-        """Write profile.parquet and summary.json into ``out_dir`` (created if needed), and
-        with ``replicates`` the whole-profile replicates as replicates.parquet."""
+    def save(self, out_dir: str | Path, analysis: object | None = None) -> Path:
+        """Write profile.parquet, replicates.parquet (the whole-profile replicates, when the profile
+        has them) and summary.json into ``out_dir`` (created if needed); an ``analysis``
+        (``depstat.analyze``) adds its sections to summary.json."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        if replicates:
+        if self.has_replicates:
             reps = self.replicates
             _atomic_write(out / "replicates.parquet", lambda p: reps.write_parquet(p))
         _atomic_write(out / "profile.parquet", lambda p: self.to_polars().write_parquet(p))
-        text = json.dumps(self.summary(), indent=2, default=_json_default)
+        summary = {**self.summary(), **(analysis.to_dict() if analysis is not None else {})}
+        text = json.dumps(summary, indent=2, default=_json_default)
         _atomic_write(out / "summary.json", lambda p: Path(p).write_text(text + "\n"))
         return out
 
@@ -188,7 +206,6 @@ class Profile:
             estimator=summary["estimator"],
             confidence=summary["interval"]["confidence"],
             skipped_offsets={k: g.get("skipped_offsets", []) for k, g in summary["granularities"].items()},
-            analysis={k: summary[k] for k in _ANALYSIS_KEYS if k in summary} or None,
         )
 
 
@@ -209,7 +226,6 @@ def _with_replicates(table: pl.DataFrame, path: Path) -> pl.DataFrame:
     return table.join(full, on=["granularity", "offset"], how="left", maintain_order="left")
 
 
-_ANALYSIS_KEYS = ("settings", "W", "granularity_analysis", "self_similarity", "recommendation")
 _DERIVED = {
     "few_documents_from_offset", "documents_at_largest_offset", "offsets", "mi_at_1_bits",
     "first_offset_indistinguishable_from_zero", "offsets_indistinguishable_from_zero", "skipped_offsets",

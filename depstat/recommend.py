@@ -1,24 +1,33 @@
-"""RoPE base and context-extension advice from a measured kernel width and self-similarity.
+"""A RoPE base and a context-extension method from what the profile says, with the other rules beside it.
 
-RoPE rotates band m at frequency theta_m = b^(-2m/d), m = 0 .. d/2-1 (d the head
-dimension). Paper A: the best frequency for dependencies of width W is theta* = c / W
-(c = pi in theory, 3.02 fitted), the highest frequency whose half-turn still covers W.
-The recommended base puts the slowest band ``margin`` times below theta*, so theta* sits
-inside the grid with room for dependencies up to margin x W:
+RoPE rotates band m at theta_m = b^(-2m/d), m = 0 .. d/2-1 (d the head dimension). Paper A:
+the best frequency for dependencies of width W is theta* = c / W (c = pi in theory, 3.02
+fitted). When the profile has no length of its own within the profiled range (scale-free),
+or shows none at all, the advice works from the training length instead: paper B's trained
+models settle on a dominant band of wavelength 2.2 L_train, so theta* = 2 pi / (2.2 L_train).
 
-    b = (margin / theta*)^(d / (d - 2)).
+The base is the larger of two lower bounds, so that it is a justified point and not the
+smallest admissible one:
 
-Context extension from L_train to L_target (factor s): position interpolation (PI)
-divides every frequency by s, which is safe when the dependencies dilate with the
-context (self-similar data). When they do not, PI blurs the local resolution the data
-need; YaRN / NTK-by-parts keep the fast bands (more than beta_fast turns within L_train)
-unscaled and interpolate only the slow ones, or one trains at the longer length.
+- b_A, the base whose slowest band lies ``margin`` times below theta* (theta* inside the
+  grid, with room for dependencies up to margin x W): b = (margin / theta*)^(d / (d - 2));
+- Men et al.'s bound for the length the model attends over in training, L_train (position
+  interpolation and YaRN keep the slow bands' positions within it at the target length):
+  the smallest base keeping sum_m cos(r theta_m) >= 0 for every r up to it. The bound for
+  the target length is listed beside it, for training at the target directly.
+
+Context extension from L_train to L_target (factor s): position interpolation (PI) divides
+every frequency by s, which keeps the shape of dependencies that dilate with the context
+(self-similar data). Otherwise YaRN keeps the fast bands (more than beta_fast turns within
+L_train) unscaled and interpolates the slow ones (fewer than beta_slow turns); beta_fast is
+YaRN's 32 at most, half the fastest band's turns for short contexts, and below theta*'s turns
+when the data have a length of their own, so that theta*'s band keeps its resolution.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -27,8 +36,19 @@ from depstat.errors import DepstatError
 
 PAPER_C = math.pi
 DEFAULT_MARGIN = 2.0
+PAPER_B_WAVELENGTH = 2.2  # dominant band's wavelength in training lengths (LeRoPE, paper B)
 YARN_BETA_FAST = 32.0
 YARN_BETA_SLOW = 1.0
+MEN_FIT = (0.0424, 1.628)  # Men et al.'s published fit b = 0.0424 L^1.628 (d = 128, L = 1k .. 1M)
+# Published configs (config.json of each model; base, training length, rotary dimensions of a head).
+MODEL_CONFIGS = (
+    ("GPT-NeoX-20B", 10_000.0, 2048, 24),
+    ("Llama 2 7B", 10_000.0, 4096, 128),
+    ("Gemma 7B", 10_000.0, 8192, 256),
+    ("Llama 3 8B", 500_000.0, 8192, 128),
+    ("Code Llama 7B", 1_000_000.0, 16384, 128),
+    ("Qwen2.5 7B", 1_000_000.0, 32768, 128),
+)
 
 
 def frequencies(base: float, head_dim: int) -> np.ndarray:
@@ -49,9 +69,8 @@ def men_lower_bound(head_dim: int, context: int) -> float:
     r = np.arange(1, context + 1, dtype=np.float64)
 
     def ok(base: float) -> bool:
-        theta = frequencies(base, head_dim)
         total = np.zeros_like(r)
-        for t in theta:
+        for t in frequencies(base, head_dim):
             total += np.cos(r * t)
         return bool(total.min() >= 0)
 
@@ -66,43 +85,102 @@ def men_lower_bound(head_dim: int, context: int) -> float:
     return hi
 
 
-def band_report(base: float, head_dim: int, theta_star: float, train_length: int) -> dict:
-    """Where theta* falls on a base's grid: nearest band, its wavelength and turns within L."""
+def critical_dimension(base: float, head_dim: int, train_length: int) -> int:
+    """Liu et al. (2023): the rotary dimensions whose bands complete a period within L_train,
+    2 ceil((d/2) log_b(L_train / 2 pi)); the slower ones never saw all their phases."""
+    return int(min(head_dim, 2 * math.ceil(head_dim / 2 * math.log(train_length / (2 * math.pi)) / math.log(base))))
+
+
+def liu_extension_base(base: float, train_length: int, target_length: int) -> float:
+    """Liu et al. (2023): the base b^(log_{L/2pi}(T/2pi)) whose critical dimension covers T as b covers L."""
+    return float(base ** (math.log(target_length / (2 * math.pi)) / math.log(train_length / (2 * math.pi))))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One base's grid read against theta*: the band nearest it and the bands slower than it."""
+
+    rule: str
+    base: float
+    source: str
+    theta_star_band: int
+    bands_slower: int
+    theta_star_inside: bool
+    slowest_wavelength: float
+
+
+def grid(rule: str, base: float, head_dim: int, theta_star: float, source: str) -> Grid:
+    """Where theta* falls on the grid of ``base``."""
     theta = frequencies(base, head_dim)
-    m = int(np.argmin(np.abs(np.log(theta / theta_star))))
-    return {
-        "base": float(base),
-        "slowest_wavelength": float(2 * np.pi / theta[-1]),
-        "band_nearest_theta_star": m,
-        "theta_of_that_band": float(theta[m]),
-        "theta_star_inside_grid": bool(theta[-1] <= theta_star <= theta[0]),
-        "bands_slower_than_theta_star": int((theta < theta_star).sum()),
-        "turns_within_L_of_slowest_band": float(train_length * theta[-1] / (2 * np.pi)),
-    }
+    return Grid(
+        rule, float(base), source, int(np.argmin(np.abs(np.log(theta / theta_star)))),
+        int((theta < theta_star).sum()), bool(theta[-1] <= theta_star <= theta[0]), float(2 * np.pi / theta[-1]),
+    )
 
 
-@dataclass
+@dataclass(frozen=True)
+class Extension:
+    """How to go from L_train to L_target, and why."""
+
+    method: str  # "pi" or "yarn"
+    factor: float
+    beta_fast: float | None
+    beta_slow: float | None
+    attention_factor: float | None
+    bands_kept: int | None
+    bands_interpolated: int | None
+    why: str
+
+
+@dataclass(frozen=True)
 class Recommendation:
-    """A RoPE base and (optionally) an extension method, with the reasons in words."""
+    """A RoPE base, its reasons, the other rules side by side, and the config to paste."""
 
     granularity: str
     head_dim: int
     train_length: int
     target_length: int | None
-    W: dict
+    attended_length: int
+    width_kind: str
+    W: float | None
+    theta_star: float
+    theta_star_from: str
     c: float
     margin: float
-    theta_star: float
+    base_from_data: float
+    base_men: float
     rope_theta: float
-    rope_theta_interval: list[float]  # bases at the ends of W's interval
-    grid_comparison: dict
-    extension: dict | None
-    rope_scaling: dict | None
-    hf_config: dict
-    reasons: list[str] = field(default_factory=list)
+    bound: str  # which lower bound sets rope_theta
+    rope_theta_interval: tuple[float, float] | None  # b_A at the ends of W's interval
+    recommended: Grid
+    alternatives: tuple[Grid, ...]
+    critical_dimension: int
+    extension: Extension | None
+    rope_parameters: dict
+    legacy_config: dict
+    reasons: tuple[str, ...]
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def check_settings(head_dim: int, train_length: int, target_length: int | None, c: float, margin: float) -> None:
+    """One clear line for parameters the recommendation cannot use."""
+    if head_dim < 4 or head_dim % 2:
+        raise DepstatError(f"the head dimension must be even and at least 4, got {head_dim}",
+                           hint="give --head-dim as the model's per-head dimension, e.g. 64 or 128")
+    if train_length < 8:
+        raise DepstatError(f"the training length must be at least 8, got {train_length}")
+    if target_length is not None and target_length < train_length:
+        raise DepstatError(
+            f"the target length {target_length} is shorter than the training length {train_length}",
+            hint="give --target-length at least --train-length, or leave it out",
+        )
+    if not c > 0:
+        raise DepstatError(f"c must be positive, got {c}")
+    if not margin >= 1:
+        raise DepstatError(f"the margin must be at least 1 (theta* inside the grid), got {margin}",
+                           hint="--margin 2 puts the slowest band at theta*/2")
 
 
 def recommend(
@@ -111,113 +189,115 @@ def recommend(
     head_dim: int,
     train_length: int,
     target_length: int | None = None,
-    granularity: str = "",
     c: float = PAPER_C,
     margin: float = DEFAULT_MARGIN,
 ) -> Recommendation:
-    """Recommend rope_theta for training at ``train_length`` and, given a target, an extension."""
-    if head_dim < 4 or head_dim % 2:
-        raise DepstatError(f"the head dimension must be even and at least 4, got {head_dim}")
-    if train_length < 2:
-        raise DepstatError(f"the training length must be at least 2, got {train_length}")
-    if target_length is not None and target_length < train_length:
-        raise DepstatError(
-            f"the target length {target_length} is shorter than the training length {train_length}",
-            hint="give --target-length at least --train-length, or leave it out",
-        )
-    if c <= 0 or margin < 1:
-        raise DepstatError(f"need c > 0 and margin >= 1, got c={c}, margin={margin}")
-    if width.training_length != train_length:
-        raise DepstatError("the width was measured for another training length")
-    if not np.isfinite(width.W) or width.W <= 0:
-        raise DepstatError(
-            "the dependency kernel is empty (no mutual information above zero within the training length)",
-            hint="profile more tokens or check the corpus",
-        )
-    theta_star = c / width.W
-    base = base_for(theta_star, head_dim, margin)
-    if base < 2:
-        raise DepstatError(
-            f"W = {width.W:.1f} tokens is too short for a RoPE base (it would be {base:.2f}): "
-            "the dependencies are local at this granularity",
-            hint="read W at a coarser granularity (--model-granularity) or lower --margin",
-        )
-    men = men_lower_bound(head_dim, target_length or train_length)
-    grid = {
-        "recommended": band_report(base, head_dim, theta_star, train_length),
-        "standard_10000": band_report(10_000.0, head_dim, theta_star, train_length),
-        "base_equals_L_train": band_report(float(train_length), head_dim, theta_star, train_length),
-        "men_lower_bound": band_report(men, head_dim, theta_star, train_length),
-    }
-    reasons = [
-        f"W = {width.W:.0f} tokens ({width.definition}, interval {width.ci_low:.0f}-{width.ci_high:.0f}) "
-        f"for L_train = {train_length}: theta* = c/W = {theta_star:.3g} rad/token (c = {c:.3g})",
-        f"base {base:.4g} puts the slowest band at theta*/{margin:g} "
-        f"(wavelength {grid['recommended']['slowest_wavelength']:.0f} tokens)",
-    ]
-    lo_base = base_for(c / max(width.ci_low, 1e-9), head_dim, margin)
-    hi_base = base_for(c / max(width.ci_high, 1e-9), head_dim, margin)
-    if np.isfinite(width.ci_high) and width.ci_high > 4 * max(width.ci_low, 1e-9):
-        reasons.append(
-            f"W is poorly determined (interval {width.ci_low:.0f}-{width.ci_high:.0f} tokens), so the base "
-            f"could lie anywhere from {lo_base:.3g} to {hi_base:.3g}: profile more tokens before relying on it"
-        )
-    if not grid["standard_10000"]["theta_star_inside_grid"]:
-        reasons.append("theta* lies outside the b = 10,000 grid")
+    """rope_theta for training at ``train_length`` and, given a target, an extension method."""
+    check_settings(head_dim, train_length, target_length, c, margin)
+    attended = train_length  # PI and YaRN keep the slow bands' positions within L_train
+    reasons = [f"{width.granularity}: {width.reason}"]
+    if width.kind in ("characteristic", "local"):
+        theta_star, source = c / width.W, f"c/W with W = {width.W:.1f} tokens"
+        reasons.append(f"theta* = c/W = {theta_star:.3g} rad/token (c = {c:.3g})")
     else:
+        theta_star = 2 * math.pi / (PAPER_B_WAVELENGTH * train_length)
+        source = f"paper B's dominant band, wavelength {PAPER_B_WAVELENGTH:g} L_train"
+        what = ("no offset shows dependence" if width.kind == "none"
+                else f"the dependencies have no length of their own up to r = {width.r_max:.0f}")
+        reasons.append(f"{what}, so the advice works from L_train = {train_length}: theta* = 2 pi / "
+                       f"({PAPER_B_WAVELENGTH:g} L_train) = {theta_star:.3g} rad/token ({source})")
+    if width.r_max < train_length:
         reasons.append(
-            f"with b = 10,000, {grid['standard_10000']['bands_slower_than_theta_star']} of {head_dim // 2} "
-            "bands are slower than theta* (positional capacity spent beyond the measured dependencies)"
+            f"the profile ends at r = {width.r_max:.0f} tokens, inside L_train = {train_length}: documents are "
+            "shorter than that (pairs never cross a document), so the kernel ends at document length; the model "
+            f"still attends over {train_length} packed tokens"
         )
-    if base < men:
-        reasons.append(
-            f"the recommended base is below Men et al.'s lower bound {men:.3g} for "
-            f"{target_length or train_length} tokens: long-range retrieval of similar tokens may suffer; "
-            "raise the base towards the bound if the task needs it"
-        )
-    extension, scaling = None, None
-    if target_length is not None and target_length > train_length:
-        extension, scaling = _extension(verdict, base, head_dim, train_length, target_length, theta_star)
-        reasons.append(extension["why"])
-    hf = {"rope_theta": base, "max_position_embeddings": target_length or train_length}
-    if scaling is not None:
-        hf["rope_scaling"] = scaling
-    hf["rope_parameters"] = {"rope_theta": base, **(scaling or {"rope_type": "default"})}
+    b_data = base_for(theta_star, head_dim, margin)
+    b_men = men_lower_bound(head_dim, attended)
+    base, bound = (b_data, "data") if b_data >= b_men else (b_men, "Men et al.")
+    reasons.append(
+        f"b_A = {b_data:.4g} puts theta* inside the grid (slowest band at theta*/{margin:g}); Men et al.'s bound "
+        f"for {attended} tokens is {b_men:.4g}; rope_theta = the larger, {base:.4g}"
+    )
+    interval = None
+    if width.kind in ("characteristic", "local") and width.ci_low and width.ci_high:
+        interval = (max(base_for(c / width.ci_low, head_dim, margin), b_men),
+                    max(base_for(c / width.ci_high, head_dim, margin), b_men))
+    rec = grid("recommended", base, head_dim, theta_star, "this profile")
+    reasons.append(
+        f"theta* falls on band {rec.theta_star_band} of {head_dim // 2}; {rec.bands_slower} bands are slower "
+        "(the slow bands LeRoPE's models suppress and p-RoPE removes)"
+    )
+    alternatives = [
+        grid("b = 10,000", 10_000.0, head_dim, theta_star, "original RoPE"),
+        grid("b = L_train", float(train_length), head_dim, theta_star, "Oka et al. (ICLR 2026)"),
+        grid(f"Men et al., {attended} tokens", b_men, head_dim, theta_star, "Men et al. (2024), computed"),
+        grid(f"Men et al. fit, {attended} tokens", MEN_FIT[0] * attended ** MEN_FIT[1], head_dim, theta_star,
+             "Men et al. (2024), published fit 0.0424 L^1.628 (d = 128)"),
+    ]
+    if target_length and target_length > train_length:
+        alternatives.append(grid(f"Men et al., {target_length} tokens", men_lower_bound(head_dim, target_length),
+                                 head_dim, theta_star, "Men et al. (2024), to train at the target directly"))
+        alternatives.append(grid(f"Liu et al., {train_length} -> {target_length}",
+                                 liu_extension_base(base, train_length, target_length), head_dim, theta_star,
+                                 "Liu et al. (2023), critical dimension kept for the target"))
+    alternatives += [grid(f"{name} ({length} tokens)", b, head_dim, theta_star, f"config.json, {dims} rotary dims")
+                     for name, b, length, dims in MODEL_CONFIGS]
+    extension = None
+    if target_length and target_length > train_length:
+        extension = _extension(width, verdict, base, head_dim, train_length, target_length, theta_star)
+        reasons.append(extension.why)
+    params, legacy = configs(base, extension, train_length, target_length or train_length)
     return Recommendation(
-        granularity, head_dim, train_length, target_length, width.to_dict(), c, margin,
-        theta_star, base, [lo_base, hi_base], grid, extension, scaling, hf, reasons,
+        width.granularity, head_dim, train_length, target_length, attended, width.kind, width.W, theta_star,
+        source, c, margin, b_data, b_men, base, bound, interval, rec, tuple(alternatives),
+        critical_dimension(base, head_dim, train_length), extension, params, legacy, tuple(reasons),
     )
 
 
-def _extension(verdict: str, base: float, head_dim: int, train: int, target: int, theta_star: float) -> tuple[dict, dict]:
+def yarn_betas(width: Width, train_length: int, theta_star: float) -> tuple[float, float]:
+    """(beta_fast, beta_slow) in turns within L_train: YaRN's 32 and 1, lowered for short contexts
+    (at most half the fastest band's turns) and, for data with a length of their own, below
+    theta*'s turns so that its band is kept."""
+    fastest = train_length / (2 * math.pi)
+    fast = min(YARN_BETA_FAST, fastest / 2)
+    if width.kind in ("characteristic", "local"):
+        fast = min(fast, 0.9 * train_length * theta_star / (2 * math.pi))
+    return float(fast), float(min(YARN_BETA_SLOW, fast / 4))
+
+
+def _extension(width: Width, verdict: str, base: float, head_dim: int, train: int, target: int,
+               theta_star: float) -> Extension:
     """PI for self-similar data, YaRN (fast bands unscaled) otherwise."""
     s = target / train
-    turns = train * frequencies(base, head_dim) / (2 * np.pi)
-    kept = int((turns > YARN_BETA_FAST).sum())
-    interpolated = int((turns < YARN_BETA_SLOW).sum())
-    star_turns = train * theta_star / (2 * np.pi)
     if verdict == "self-similar":
-        return (
-            {"method": "pi", "factor": s, "why": (
-                f"the data are self-similar: dependencies dilate with the context, so position "
-                f"interpolation by s = {s:g} keeps their shape (PI)"
-            )},
-            {"rope_type": "linear", "factor": s},
-        )
-    star_fate = "kept unscaled" if star_turns > YARN_BETA_FAST else (
-        "interpolated like PI" if star_turns < YARN_BETA_SLOW else "partly scaled (YaRN ramp)")
+        return Extension("pi", s, None, None, None, None, None, (
+            f"the data are self-similar: dependencies dilate with the context, so position interpolation by "
+            f"s = {s:g} keeps their shape (PI, rope_type 'linear')"))
+    fast, slow = yarn_betas(width, train, theta_star)
+    turns = train * frequencies(base, head_dim) / (2 * np.pi)
+    kept, interpolated = int((turns > fast).sum()), int((turns < slow).sum())
+    attention = 0.1 * math.log(s) + 1
     status = "not self-similar" if verdict == "not self-similar" else "not shown to be self-similar"
-    why = (
-        f"the data are {status}: PI by s = {s:g} would divide every frequency, including the "
-        f"theta* band ({star_turns:.1f} turns within L_train), and blur the local resolution the data "
-        f"need. YaRN keeps the {kept} bands with more than {YARN_BETA_FAST:g} turns unscaled, "
-        f"interpolates the {interpolated} slowest, ramps between, and scales attention by "
-        f"{0.1 * math.log(s) + 1:.3f}; the theta* band is {star_fate} there. Alternatively train at "
-        f"{target} tokens"
-    )
-    return (
-        {"method": "yarn", "factor": s, "bands_kept": kept, "bands_interpolated": interpolated,
-         "theta_star_turns_within_L": star_turns, "why": why},
-        {"rope_type": "yarn", "factor": s, "original_max_position_embeddings": train,
-         "beta_fast": YARN_BETA_FAST, "beta_slow": YARN_BETA_SLOW},
-    )
+    why = (f"the data are {status}: PI by s = {s:g} would divide every frequency, theta*'s band included "
+           f"({train * theta_star / (2 * math.pi):.1f} turns within L_train), and blur the local resolution the "
+           f"data need. YaRN with beta_fast = {fast:.3g} keeps the {kept} bands with more turns than that unscaled, "
+           f"interpolates the {interpolated} with fewer than beta_slow = {slow:.3g}, ramps between, and scales "
+           f"attention by {attention:.3f}; or train at {target} tokens")
+    return Extension("yarn", s, fast, slow, attention, kept, interpolated, why)
+
+
+def configs(base: float, ext: Extension | None, train: int, positions: int) -> tuple[dict, dict]:
+    """(transformers >= 5 config keys, with rope_theta inside rope_parameters; the legacy form for 4.x)."""
+    if ext is None:
+        scaling: dict = {"rope_type": "default"}
+    elif ext.method == "pi":
+        scaling = {"rope_type": "linear", "factor": float(ext.factor)}
+    else:
+        scaling = {"rope_type": "yarn", "factor": float(ext.factor), "original_max_position_embeddings": train,
+                   "beta_fast": ext.beta_fast, "beta_slow": ext.beta_slow, "attention_factor": ext.attention_factor}
+    current = {"max_position_embeddings": positions, "rope_parameters": {**scaling, "rope_theta": float(base)}}
+    legacy = {"max_position_embeddings": positions, "rope_theta": float(base)}
+    if ext is not None:
+        legacy["rope_scaling"] = scaling
+    return current, legacy

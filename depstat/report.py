@@ -1,6 +1,6 @@
-"""depstat.report: an HTML and a Markdown report of an analysed Profile, with figures.
+"""depstat.report: an HTML and a Markdown report of a Profile and its Analysis, with figures.
 
-``build_report(profile, out_dir)`` writes ``report.html`` (self-contained: figures inline
+``build_report(profile, analysis, out_dir)`` writes ``report.html`` (self-contained: figures inline
 as base64 PNG, inline CSS, no external resources) and ``report.md`` (figures as PNG files
 in ``figures/``, referenced relatively). Both render the same blocks: corpus and
 sampling, the granularities, the self-similarity verdict, the RoPE recommendation.
@@ -28,8 +28,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from depstat import __version__
-from depstat.dependency import kernel, shrink
-from depstat.errors import DepstatError
+from depstat.analysis import Analysis
 from depstat.profile import Profile
 from depstat.recommend import frequencies
 
@@ -92,26 +91,21 @@ Block = Para | Items | Table | Code | Fig
 Section = tuple[str, list[Block]]
 
 
-def build_report(profile: Profile, out_dir: str | Path) -> dict[str, Path]:
+def build_report(profile: Profile, analysis: Analysis, out_dir: str | Path) -> dict[str, Path]:
     """Write report.html, report.md and figures/*.png into ``out_dir``; return their paths.
 
-    Keys: ``html``, ``markdown`` and one per figure (``mi_profile``, ``collapse``,
-    ``local_slope``, ``kernel``, ``rope_grid``).
+    Keys: ``html``, ``markdown`` and one per figure (``mi_profile``, ``slopes``, ``kernel``,
+    ``rope_grid``, ``bases``).
     """
-    if profile.analysis is None:
-        raise DepstatError(
-            "this profile has no analysis (W, self-similarity, recommendation)",
-            hint="run depstat.analysis.analyze(profile, Settings(...)) and store it in profile.analysis first",
-        )
     out = Path(out_dir)
     (out / FIGURE_DIR).mkdir(parents=True, exist_ok=True)
-    images = {name: _png(draw(profile)) for name, draw in FIGURES.items()}
+    images = {name: _png(draw(profile, analysis)) for name, draw in FIGURES.items()}
     paths: dict[str, Path] = {}
     for name, data in images.items():
         paths[name] = out / FIGURE_DIR / f"{name}.png"
         paths[name].write_bytes(data)
     title = f"depstat report: {profile.corpus.get('spec', 'corpus')}"
-    sections = _sections(profile)
+    sections = _sections(profile, analysis)
     paths["html"] = out / "report.html"
     paths["html"].write_text(_html_document(title, sections, images), encoding="utf-8")
     paths["markdown"] = out / "report.md"
@@ -122,32 +116,31 @@ def build_report(profile: Profile, out_dir: str | Path) -> dict[str, Path]:
 # ---------------------------------------------------------------- text sections
 
 
-def _sections(profile: Profile) -> list[Section]:
+def _sections(profile: Profile, a: Analysis) -> list[Section]:
     """The report's sections in order."""
     return [
-        ("Summary", _summary(profile)),
+        ("Summary", _summary(a)),
         ("Corpus and sampling", _corpus(profile)),
-        ("Granularities", _granularities(profile)),
-        ("Self-similarity", _self_similarity(profile)),
-        ("Recommendation", _recommendation(profile)),
+        ("Granularities", _granularities(profile, a)),
+        ("Self-similarity", _self_similarity(a)),
+        ("Recommendation", _recommendation(a)),
         ("About", [Para(f"Made with depstat {__version__}; MI estimator: {profile.estimator}.")]),
     ]
 
 
-def _summary(profile: Profile) -> list[Block]:
+def _summary(a: Analysis) -> list[Block]:
     """Three lines: the base, the verdict, the extension."""
-    a = profile.analysis
-    rec, w = a["recommendation"], a["recommendation"]["W"]
-    ext = rec["extension"]
+    rec = a.recommendation
+    w = a.widths[a.granularity]
+    width = f"W = {_num(w.W)} tokens" if w.W is not None else w.kind
     items = [
-        f"rope_theta = {rec['rope_theta']:.4g} for head dimension {rec['head_dim']} and L_train = "
-        f"{rec['train_length']} (W = {_num(w['W'])} tokens at {rec['granularity']}, "
-        f"θ* = {rec['theta_star']:.3g} rad/token)",
-        f"self-similarity: {a['self_similarity']['verdict']}",
+        f"rope_theta = {rec.rope_theta:.4g} for head dimension {rec.head_dim} and L_train = {rec.train_length} "
+        f"({width} at {rec.granularity}; set by {'the data' if rec.bound == 'data' else rec.bound})",
+        f"self-similarity: {a.self_similarity.verdict}",
     ]
-    if ext:
-        method = EXTENSION_NAMES.get(ext["method"], ext["method"])
-        items.append(f"context extension to {rec['target_length']} tokens: {method}, factor {ext['factor']:g}")
+    if rec.extension:
+        method = EXTENSION_NAMES.get(rec.extension.method, rec.extension.method)
+        items.append(f"context extension to {rec.target_length} tokens: {method}, factor {rec.extension.factor:g}")
     return [Items(items)]
 
 
@@ -170,120 +163,107 @@ def _corpus(profile: Profile) -> list[Block]:
     rows += [
         ["offsets", f"{offsets.n_unique()} from {offsets.min()} to {offsets.max()} tokens"],
         ["estimator", profile.estimator],
-        ["interval", f"delete-one-block jackknife, Student t, {profile.confidence:.0%} confidence; "
-                     "noise floor = half-width of the interval"],
+        ["interval", f"weighted delete-a-group jackknife over random document groups, Student t, "
+                     f"{profile.confidence:.0%} confidence; noise floor = half-width of the interval"],
     ]
     return [Table(["field", "value"], rows)]
 
 
-def _granularities(profile: Profile) -> list[Block]:
-    """Facts, W, decay model and curvature per granularity, with the profile figures."""
-    a = profile.analysis
-    ga, ss = a["granularity_analysis"], a["self_similarity"]
-    rows, notes = [], []
+def _granularities(profile: Profile, a: Analysis) -> list[Block]:
+    """Facts, the kind of kernel, W, α and the floor per granularity, with the profile figure."""
+    rows = []
     for name in _order(profile):
-        facts, g = profile.granularities[name], ga.get(name, {})
-        w = g.get("W") or {}
-        if g.get("W_note"):
-            notes.append(f"{name}: no W: {g['W_note']}")
-        alpha = ss["power_law_exponents"].get(name)
-        curv = ss["curvature"].get(name)
+        facts, w = profile.granularities[name], a.widths.get(name)
         rows.append([
             name,
             _num(facts.get("vocab_size")),
             _num(facts.get("n_tokens")),
             f"{facts['bytes_per_token']:.2f}" if facts.get("bytes_per_token") else "–",
-            _interval(w["W"], w["ci_low"], w["ci_high"]) if w else "–",
-            _num(g.get("W_bytes")),
-            g.get("decay_model_preferred") or "–",
-            _interval(alpha["alpha"], *alpha["ci"]) if alpha else "–",
-            _interval(curv["curvature"], *curv["ci"]) + (" (cutoff)" if curv["cutoff"] else "") if curv else "–",
+            w.kind if w else "(duplicate)",
+            _interval(w.W, w.ci_low, w.ci_high) if w and w.W is not None else "–",
+            _num(w.W_bytes) if w else "–",
+            _interval(w.alpha, *w.alpha_ci) if w and w.alpha_ci else "–",
+            _num(w.floor) if w else "–",
         ])
-    definition = a["settings"]["width"]
     return [
-        Table(
-            ["granularity", "vocab", "tokens", "bytes/token", f"W (tokens, {definition}) [interval]",
-             "W (bytes)", "decay model (AIC)", "power-law α [CI]", "curvature [CI]"],
-            rows,
-        ),
+        Table(["granularity", "vocab", "tokens", "bytes/token", "kernel", "W (tokens) [interval]", "W (bytes)",
+               "power-law α [CI]", "floor (bits)"], rows),
         Para(
-            f"W is the kernel width within L_train = {a['settings']['train_length']} tokens. α is the "
-            "exponent of I(r) ∝ r^-α fitted to the significant offsets; the curvature is the "
-            "coefficient of (log r)² in log I, negative with its interval below zero for a cutoff."
+            "Each profile is fitted by a power law and by an exponential, each with a floor (weighted least "
+            "squares on I); the kernel is 'characteristic' or 'local' when the exponential fits better and its "
+            "q90 width W lies well inside the profiled range, 'scale-free' otherwise. Intervals come from the "
+            "fits repeated on each jackknife replicate."
         ),
-        *([Items(notes)] if notes else []),
+        Items([f"{w.granularity}: {w.reason}" for w in a.widths.values()]),
         Fig("mi_profile"),
-        Fig("local_slope"),
     ]
 
 
-def _self_similarity(profile: Profile) -> list[Block]:
-    """The verdict, its reasons and the pairwise collapse diagnostics."""
-    ss = profile.analysis["self_similarity"]
-    blocks: list[Block] = [Para(f"Verdict: {ss['verdict']}."), Items(list(ss["reasons"]))]
-    if ss["pairs"]:
-        blocks.append(Para(
-            "Collapse diagnostics: misfit of the coarser profile against the finer one in token and "
-            "byte units; score = log10(token misfit / byte misfit), positive when only byte units fit."
-        ))
+def _self_similarity(a: Analysis) -> list[Block]:
+    """The verdict, its reasons and the slope cells behind it."""
+    ss = a.self_similarity
+    blocks: list[Block] = [Para(f"Verdict: {ss.verdict}."), Items(list(ss.reasons))]
+    if ss.cells:
         blocks.append(Table(
-            ["fine", "coarse", "ρ (bytes ratio)", "misfit, tokens", "misfit, bytes", "score [CI]", "best dilation"],
-            [[p["fine"], p["coarse"], _num(p["rho"]), _num(p["misfit_token"]), _num(p["misfit_byte"]),
-              _interval(p["score"], *p["score_ci"]), _num(p["dilation"])] for p in ss["pairs"]],
+            ["granularity", "bytes from", "to", "local slope ± se", "offsets"],
+            [[c.granularity, _num(c.x_low), _num(c.x_high), f"{c.slope:.2f} ± {c.se:.2f}", str(c.n_points)]
+             for c in ss.cells],
         ))
-    blocks.append(Fig("collapse"))
+    blocks.append(Fig("slopes"))
     return blocks
 
 
-def _recommendation(profile: Profile) -> list[Block]:
-    """The base in words, the settings, the reasons, the figures and the HF config."""
-    rec = profile.analysis["recommendation"]
-    st = profile.analysis["settings"]
+def _recommendation(a: Analysis) -> list[Block]:
+    """The base in words, the settings, the reasons, the rules side by side, the figures and configs."""
+    rec = a.recommendation
     return [
-        Para(
-            f"Recommended rope_theta = {rec['rope_theta']:.4g} (θ* = {rec['theta_star']:.3g} rad/token, "
-            f"W read at granularity {rec['granularity']})."
-        ),
+        Para(f"Recommended rope_theta = {rec.rope_theta:.4g} (θ* = {rec.theta_star:.3g} rad/token from "
+             f"{rec.theta_star_from}, read at granularity {rec.granularity})."),
         Table(["setting", "value"], [
-            ["head dimension", _num(rec["head_dim"])],
-            ["training length L_train", _num(rec["train_length"])],
-            ["target length", _num(rec["target_length"])],
-            ["width definition", st["width"]],
-            ["c (θ* = c / W)", _num(rec["c"])],
-            ["margin", _num(rec["margin"])],
+            ["head dimension", _num(rec.head_dim)],
+            ["training length L_train", _num(rec.train_length)],
+            ["target length", _num(rec.target_length)],
+            ["c (θ* = c / W)", _num(rec.c)],
+            ["margin", _num(rec.margin)],
+            ["critical dimension (Liu et al.)", _num(rec.critical_dimension)],
         ]),
-        Items(list(rec["reasons"])),
+        Items(list(rec.reasons)),
+        Table(["rule", "base", "source", "θ* band", "bands slower"],
+              [[g.rule, _num(g.base), g.source, str(g.theta_star_band), str(g.bands_slower)]
+               for g in (rec.recommended, *rec.alternatives)]),
         Fig("kernel"),
         Fig("rope_grid"),
-        Para("Hugging Face config:"),
-        Code(json.dumps(rec["hf_config"], indent=2), "json"),
+        Fig("bases"),
+        Para("transformers ≥ 5 config:"),
+        Code(json.dumps(rec.rope_parameters, indent=2), "json"),
+        Para("transformers 4.x config:"),
+        Code(json.dumps(rec.legacy_config, indent=2), "json"),
     ]
 
 
 FIGURE_TEXT = {  # name: (title, caption)
     "mi_profile": ("MI profiles", (
         "MI profile I(r), one panel per granularity. Filled points are distinguishable from zero, "
-        "hollow ones are not; bands are the confidence intervals; dashed lines are the noise floors. "
-        "Values at or below the axis floor (including negative estimates) are drawn at the floor as "
-        "triangles."
+        "hollow ones are not; bands are the confidence intervals; the dashed black line is the preferred "
+        "decay model with its floor. Values at or below the axis floor (including negative estimates) are "
+        "drawn at the floor as triangles."
     )),
-    "local_slope": ("Local slopes", (
-        "Local log-log slope d log I / d log r between consecutive positive significant offsets. "
-        "A power law is flat at −α (dashed, over the fitted range); a characteristic length makes it fall."
-    )),
-    "collapse": ("Collapse in token and byte units", (
-        "Profiles normalised at a common reference offset (dotted), in token units (left) and byte "
-        "units (right), significant positive points only. A scale-free (power-law) profile collapses "
-        "in both; a length fixed in bytes collapses only in byte units."
+    "slopes": ("Local slopes on a byte axis", (
+        "Local slope −d log I / d log x of each granularity's profile above its floor, in cells of the byte "
+        "axis (offset × bytes per token), with ± one standard error. Self-similar data give one slope per "
+        "cell across granularities."
     )),
     "kernel": ("Dependency kernel", (
-        "Dependency kernel K(r) of the recommended granularity over the training length (top): MI "
-        "interpolated in log r, negative estimates kept, normalised to unit mass; its cumulative "
-        "mass (bottom), with W and its interval."
+        "The model granularity's profile above its fitted floor (points) and the preferred decay model "
+        "(line), with W and its interval when the kernel has a length of its own, and L_train."
     )),
     "rope_grid": ("RoPE frequency grid", (
         "RoPE band frequencies θ_m = b^(−2m/d) for the recommended base and the alternatives, "
-        "with the target frequency θ* = c / W and the frequency that turns once within L_train."
+        "with the target frequency θ* and the frequency that turns once within L_train."
+    )),
+    "bases": ("Bases side by side", (
+        "The recommended base against the other rules and the published configs of well-known models "
+        "(their training length in brackets)."
     )),
 }
 
@@ -291,8 +271,8 @@ FIGURE_TEXT = {  # name: (title, caption)
 # ---------------------------------------------------------------- figures
 
 
-def _fig_mi_profile(profile: Profile) -> Figure:
-    """I(r) on log-log axes, one panel per granularity, the others in grey for comparison."""
+def _fig_mi_profile(profile: Profile, a: Analysis) -> Figure:
+    """I(r) on log-log axes, one panel per granularity, the others in grey, the fitted model dashed."""
     names, colours, labels = _order(profile), _colours(profile), _labels(profile)
     ncols = min(len(names), 3)
     nrows = math.ceil(len(names) / ncols)
@@ -304,7 +284,12 @@ def _fig_mi_profile(profile: Profile) -> Figure:
             if other != name:
                 t = _rows(profile, other)
                 ax.plot(t["offset"], np.maximum(t["mi_bits"].to_numpy(), floor), color="0.85", lw=0.9)
-        _draw_profile(ax, _rows(profile, name), colours[name], floor)
+        t = _rows(profile, name)
+        _draw_profile(ax, t, colours[name], floor)
+        w = a.widths.get(name)
+        if w and w.preferred_model:
+            r = np.geomspace(1, t["offset"].max(), 200)
+            ax.plot(r, np.maximum(w.fits[w.preferred_model].predict(r), floor), "--", color="k", lw=0.9)
         ax.set(xscale="log", yscale="log", title=labels[name])
         ax.set_ylim(bottom=floor / 1.6)
         ax.grid(True, which="major", alpha=0.3)
@@ -317,7 +302,7 @@ def _fig_mi_profile(profile: Profile) -> Figure:
     handles = [
         Line2D([], [], color="0.3", marker="o", ms=4, label="significant"),
         Line2D([], [], color="0.3", marker="o", mfc="white", ls="", ms=4, label="not significant"),
-        Line2D([], [], color="0.3", ls="--", lw=0.9, label="noise floor"),
+        Line2D([], [], color="k", ls="--", lw=0.9, label="decay model + floor"),
         Patch(color="0.3", alpha=0.2, label=f"{profile.confidence:.0%} interval"),
     ]
     if (profile.table["mi_bits"] <= floor).any():
@@ -330,12 +315,11 @@ def _fig_mi_profile(profile: Profile) -> Figure:
 
 
 def _draw_profile(ax: Axes, t: pl.DataFrame, colour: str, floor: float) -> None:
-    """One granularity's interval band, noise floor, line and points, clipped at ``floor``."""
+    """One granularity's interval band, line and points, clipped at ``floor``."""
     r, mi = t["offset"].to_numpy(), t["mi_bits"].to_numpy()
     lo, hi = t["ci_low"].to_numpy(), t["ci_high"].to_numpy()
-    sig, noise = t["significant"].to_numpy(), t["noise_floor"].to_numpy()
+    sig = t["significant"].to_numpy()
     ax.fill_between(r, np.maximum(lo, floor), np.maximum(hi, floor), color=colour, alpha=0.2, lw=0)
-    ax.plot(r, np.where(noise > 0, noise, np.nan), "--", color=colour, lw=0.9)
     ax.plot(r, np.maximum(mi, floor), color=colour, lw=1.2)
     ax.plot(r[sig], mi[sig], "o", color=colour, ms=4)
     weak = ~sig & (mi > floor)
@@ -344,117 +328,72 @@ def _draw_profile(ax: Axes, t: pl.DataFrame, colour: str, floor: float) -> None:
     ax.plot(r[low], np.full(low.sum(), floor), "v", mfc="white", mec=colour, ms=5)
 
 
-def _fig_collapse(profile: Profile) -> Figure:
-    """Normalised profiles in token units and in byte units, side by side."""
-    fig = _figure((11, 4.8))
-    ax_tok, ax_byte = fig.subplots(1, 2, sharey=True)
-    colours = _colours(profile)
-    curves = {n: _signal(profile, n) for n in colours}
-    curves = {n: c for n, c in curves.items() if c[0].size >= 2}
-    bpt = {n: profile.granularities[n].get("bytes_per_token") for n in curves}
-    in_bytes = {n: (r * bpt[n], mi) for n, (r, mi) in curves.items() if bpt[n]}
-    panels = (
-        (ax_tok, curves, "token", "offset r (tokens)"),
-        (ax_byte, in_bytes, "byte", "offset r × bytes/token (bytes)"),
-    )
-    for ax, data, unit, xlabel in panels:
-        if not data:
-            _empty(ax, "no significant profile" if unit == "token" else "no byte lengths (tokenized input)")
-            continue
-        ref = max(float(x.min()) for x, _ in data.values())
-        for name, (x, mi) in data.items():
-            ax.plot(x, mi / _log_interp(x, mi, ref), "o-", color=colours[name], ms=3.5, lw=1.2)
-        ax.axvline(ref, color="0.5", ls=":", lw=1)
-        plural = "" if ref == 1 else "s"
-        title = f"{unit} units: r_ref = {ref:.3g} {unit}{plural} (dotted)"
-        ax.set(xscale="log", yscale="log", xlabel=xlabel, title=title)
-        ax.grid(True, which="major", alpha=0.3)
-    ax_tok.set_ylabel("I(r) / I(r_ref)")
-    labels = _labels(profile)
-    handles = [Line2D([], [], color=colours[n], marker="o", ms=3.5, label=labels[n]) for n in curves]
-    if handles:
-        fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
-    return fig
-
-
-def _fig_local_slope(profile: Profile) -> Figure:
-    """Local log-log slope per granularity with the fitted power-law slope −α."""
+def _fig_slopes(profile: Profile, a: Analysis) -> Figure:
+    """The verdict's slope cells: one segment per (granularity, cell) at its slope, with error bars."""
     fig = _figure((9.5, 5))
     ax = fig.subplots()
-    ga = profile.analysis["granularity_analysis"]
     colours = _colours(profile)
-    drawn = []
-    for name, colour in colours.items():
-        g = ga.get(name, {})
-        x, y = g.get("local_slope", {}).get("offset", []), g.get("local_slope", {}).get("slope", [])
-        if not x:
-            continue
-        drawn.append(name)
-        ax.plot(x, y, "o-", color=colour, ms=3.5, lw=1.2)
-        power = g.get("decay_fits", {}).get("power")
-        if power:
-            ax.hlines(-power["parameter"], min(x), max(x), color=colour, ls="--", lw=0.9)
-    if not drawn:
-        _empty(ax, "fewer than two positive significant offsets in every granularity")
+    ss = a.self_similarity
+    if not ss.cells:
+        _empty(ax, "no slope cell is measurable: " + ss.reasons[0][:80])
         return fig
-    ax.axhline(0, color="0.5", lw=0.8, ls=":")
-    ax.set(xscale="log", xlabel="offset r (tokens, geometric mid-point)", ylabel="local slope d log I / d log r")
-    ax.set_xlim(left=1)
+    for c in ss.cells:
+        mid = math.sqrt(c.x_low * c.x_high)
+        ax.hlines(c.slope, c.x_low, c.x_high, color=colours.get(c.granularity, "0.3"), lw=2)
+        ax.errorbar(mid, c.slope, yerr=c.se, color=colours.get(c.granularity, "0.3"), capsize=3, lw=1)
+    if ss.alpha is not None:
+        ax.axhspan(ss.alpha - ss.margin, ss.alpha + ss.margin, color="0.5", alpha=0.12, lw=0,
+                   label=f"mean α ± margin {ss.margin:g}")
+    ax.set(xscale="log", xlabel="offset × bytes per token (bytes)", ylabel="local slope −d log I / d log x",
+           title=f"verdict: {ss.verdict}")
     ax.grid(True, which="major", alpha=0.3)
-    labels = _labels(profile)
-    handles = [Line2D([], [], color=colours[n], marker="o", ms=3.5, label=labels[n]) for n in drawn]
-    handles.append(Line2D([], [], color="0.3", ls="--", lw=0.9, label="−α (power-law fit)"))
+    grans = sorted({c.granularity for c in ss.cells})
+    handles = [Line2D([], [], color=colours.get(n, "0.3"), lw=2, label=n) for n in grans]
+    handles.append(Patch(color="0.5", alpha=0.12, label=f"mean α ± margin {ss.margin:g}"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     return fig
 
 
-def _fig_kernel(profile: Profile) -> Figure:
-    """K(r) over 1..L_train and its cumulative mass, with W and its interval."""
-    rec = profile.analysis["recommendation"]
-    w, length = rec["W"], rec["train_length"]
-    t = _rows(profile, rec["granularity"])
-    r, k = kernel(t["offset"].to_numpy(), shrink(t["mi_bits"].to_numpy(), t["se"].to_numpy()), length)
-    fig = _figure((9.5, 6.2))
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[3, 2])
-    top.plot(r, k, color="C0", lw=1.3, label=f"K(r), {rec['granularity']}")
-    bottom.plot(r, np.cumsum(k), color="C0", lw=1.3)
-    quantile = {"q90": 0.9, "q50": 0.5}.get(w["definition"])
-    if quantile:
-        level = bottom.axhline(quantile, color="0.4", ls=":", lw=1, label=f"{quantile:.0%} of the mass")
-        bottom.legend(handles=[level], loc="upper left", fontsize=8)
-    for ax in (top, bottom):
-        if math.isfinite(w["ci_low"]) and math.isfinite(w["ci_high"]):
-            ax.axvspan(w["ci_low"], w["ci_high"], color="C3", alpha=0.12, lw=0, label="W interval")
-        ax.axvline(w["W"], color="C3", lw=1.5, label=f"W = {w['W']:.0f} tokens ({w['definition']})")
-        ax.grid(True, which="major", alpha=0.3)
-    top.set(xscale="log", ylabel="K(r): share of max(I − se, 0)",
-            title=f"dependency kernel over L_train = {length} tokens")
-    bottom.set(xlabel="offset r (tokens)", ylabel="cumulative mass")
-    top.legend(loc="upper right", fontsize=8)
+def _fig_kernel(profile: Profile, a: Analysis) -> Figure:
+    """The model granularity's profile above its floor, the fitted kernel, W and L_train."""
+    rec, w = a.recommendation, a.widths[a.granularity]
+    t = _rows(profile, a.granularity)
+    fig = _figure((9.5, 5))
+    ax = fig.subplots()
+    r, mi = t["offset"].to_numpy().astype(float), t["mi_bits"].to_numpy()
+    above = mi - (w.floor or 0.0)
+    keep = above > 0
+    ax.plot(r[keep], above[keep], "o", color="C0", ms=4, label=f"I(r) − floor, {a.granularity}")
+    if w.preferred_model:
+        f = w.fits[w.preferred_model]
+        x = np.geomspace(1, max(r.max(), rec.train_length), 300)
+        ax.plot(x, f.predict(x) - f.floor, color="C0", lw=1.3, label=f"{w.preferred_model} fit")
+    if w.W is not None:
+        if w.ci_low is not None and w.ci_high is not None:
+            ax.axvspan(w.ci_low, w.ci_high, color="C3", alpha=0.12, lw=0, label="W interval")
+        ax.axvline(w.W, color="C3", lw=1.5, label=f"W = {w.W:.1f} tokens (q90)")
+    ax.axvline(rec.train_length, color="0.4", ls=":", lw=1.2, label=f"L_train = {rec.train_length}")
+    ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="I(r) above the floor (bits)",
+           title=f"{a.granularity}: {w.kind}")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
     return fig
 
 
-def _fig_rope_grid(profile: Profile) -> Figure:
+def _fig_rope_grid(profile: Profile, a: Analysis) -> Figure:
     """Band frequencies of the recommended base and the alternatives, with θ*."""
-    rec = profile.analysis["recommendation"]
-    d = rec["head_dim"]
+    rec = a.recommendation
+    d = rec.head_dim
     fig = _figure((9.5, 5))
     ax = fig.subplots()
     bands = np.arange(d // 2)
-    labels = {
-        "recommended": "recommended",
-        "standard_10000": "standard",
-        "base_equals_L_train": "b = L_train",
-        "men_lower_bound": f"Men et al. bound for {rec['target_length'] or rec['train_length']} tokens",
-    }
-    for (key, label), marker in zip(labels.items(), "osD^", strict=True):
-        base = rec["grid_comparison"][key]["base"]
-        if math.isfinite(base):
-            ax.plot(bands, frequencies(base, d), marker=marker, ms=3, lw=1.2, markevery=4,
-                    label=f"{label} (b = {_num(base)})")
-    ax.axhline(rec["theta_star"], color="k", ls="--", lw=1.2, label=f"θ* = c/W = {rec['theta_star']:.3g} rad/token")
-    ax.axhline(2 * math.pi / rec["train_length"], color="0.5", ls=":", lw=1.2,
-               label=f"one turn within L_train = {rec['train_length']}")
+    for g, marker in zip((rec.recommended, *rec.alternatives[:3]), "osD^", strict=True):
+        if math.isfinite(g.base):
+            ax.plot(bands, frequencies(g.base, d), marker=marker, ms=3, lw=1.2, markevery=4,
+                    label=f"{g.rule} (b = {_num(g.base)})")
+    ax.axhline(rec.theta_star, color="k", ls="--", lw=1.2, label=f"θ* = {rec.theta_star:.3g} rad/token")
+    ax.axhline(2 * math.pi / rec.train_length, color="0.5", ls=":", lw=1.2,
+               label=f"one turn within L_train = {rec.train_length}")
     ax.set(yscale="log", xlabel=f"band index m (0 = fastest; head dim d = {d})",
            ylabel="frequency θ_m (rad/token)", xlim=(0, d // 2 - 1))
     ax.grid(True, which="major", alpha=0.3)
@@ -463,12 +402,26 @@ def _fig_rope_grid(profile: Profile) -> Figure:
     return fig
 
 
-FIGURES: dict[str, Callable[[Profile], Figure]] = {
+def _fig_bases(profile: Profile, a: Analysis) -> Figure:
+    """Every rule's base on one log axis, the recommended one highlighted."""
+    rec = a.recommendation
+    grids = [g for g in (rec.recommended, *rec.alternatives) if math.isfinite(g.base)]
+    fig = _figure((9.5, 0.35 * len(grids) + 1.4))
+    ax = fig.subplots()
+    y = np.arange(len(grids))[::-1]
+    ax.barh(y, [g.base for g in grids], color=["C3" if g is rec.recommended else "C0" for g in grids], alpha=0.8)
+    ax.set_yticks(y, [g.rule for g in grids], fontsize=8)
+    ax.set(xscale="log", xlabel="RoPE base b", title=f"head dim {rec.head_dim}, L_train {rec.train_length}")
+    ax.grid(True, which="major", axis="x", alpha=0.3)
+    return fig
+
+
+FIGURES: dict[str, Callable[[Profile, Analysis], Figure]] = {
     "mi_profile": _fig_mi_profile,
-    "local_slope": _fig_local_slope,
-    "collapse": _fig_collapse,
+    "slopes": _fig_slopes,
     "kernel": _fig_kernel,
     "rope_grid": _fig_rope_grid,
+    "bases": _fig_bases,
 }
 
 
@@ -517,12 +470,6 @@ def _rows(profile: Profile, name: str) -> pl.DataFrame:
     return profile.table.filter(pl.col("granularity") == name).sort("offset")
 
 
-def _signal(profile: Profile, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets, MI) of the significant positive points of one granularity."""
-    t = _rows(profile, name).filter(pl.col("significant") & (pl.col("mi_bits") > 0))
-    return t["offset"].to_numpy().astype(float), t["mi_bits"].to_numpy()
-
-
 def _axis_floor(table: pl.DataFrame) -> float:
     """Bottom of a log MI axis: half the smallest significant MI or noise floor."""
     mi, noise = table["mi_bits"].to_numpy(), table["noise_floor"].to_numpy()
@@ -534,11 +481,6 @@ def _wavelength(theta: np.ndarray) -> np.ndarray:
     """Tokens per turn of a frequency, and back (the map is its own inverse)."""
     with np.errstate(divide="ignore"):
         return 2 * np.pi / np.asarray(theta, dtype=float)
-
-
-def _log_interp(x: np.ndarray, y: np.ndarray, at: float) -> float:
-    """y at ``at``, interpolated linearly in log-log (clamped to the ends)."""
-    return float(np.exp(np.interp(math.log(at), np.log(x), np.log(y))))
 
 
 # ---------------------------------------------------------------- number formats

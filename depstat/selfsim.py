@@ -1,195 +1,249 @@
-"""Self-similarity of the dependency structure across granularities, and the verdict.
+"""Self-similarity in paper A's sense: does the dependency structure keep its shape under dilation?
 
-A granularity h that packs rho times more bytes per token than g sees the same text
-dilated by rho. If the profile is a power law, I_h(r) and I_g(r) have the same shape in
-token units (a dilation only shifts log I): the profiles *collapse in token units*. If
-the source has a characteristic length fixed in bytes (a Markov chain, arithmetic
-problems), the shapes match only after converting offsets to bytes: they *collapse in
-byte units* and not in token units.
+A power law I(r) ∝ r^-alpha is the one profile whose shape a dilation r -> s r keeps, and a
+granularity that packs rho times more bytes per token sees the same text dilated by rho. So
+the test puts every granularity's offsets on one byte axis (r times its bytes per token) and
+measures the local slope alpha(x) = -d log I / d log x in cells ``CELL`` times wide, from
+``MIN_TOKENS`` model tokens up to the range the extension needs (s L_train) or the profile's
+end. Self-similar data give one slope in every cell of every granularity.
 
-For each pair of granularities the module measures the misfit of log I_h(r) against
-log I_g(lambda r) (free vertical shift) for lambda = 1 (token units) and lambda = rho
-(byte units), and the lambda that fits best (the dilation factor). The collapse score is
-log10(misfit_token / misfit_byte): about 0 or below when token units fit as well as byte
-units, positive when only byte units fit. Intervals come from redrawing each profile
-point from Normal(mi, se).
+Effect size: D = max over cells |alpha_cell - alpha_bar| (alpha_bar the cells' inverse-variance
+mean), with its standard error from the whole-profile jackknife replicates (the same document
+groups at every granularity, so the covariance across cells and granularities is kept). An
+equivalence test against ``MARGIN`` (two one-sided tests at level 1 - confidence):
 
-Verdict. A scale-free (power-law) profile is straight on log-log axes; a process with a
-characteristic length bends down (its local slope steepens) once offsets pass that
-length. For each granularity with at least ``min_points`` significant offsets, log I is
-fitted by weighted least squares as a quadratic in log r; a curvature whose 95 % interval
-lies below zero is a *cutoff*, and so is a profile that rises significantly (by more
-than ``rise_sigma`` standard errors) at ``min_rises`` or more places, the mark of a layout
-repeating at fixed distances. ``not self-similar`` when at least half of the granularities
-show a cutoff; ``self-similar`` when at most ``max_cutoff_share`` of them do (and at least
-two were tested); otherwise, or with fewer than two testable granularities,
-``inconclusive`` with the reason. The collapse scores and dilation factors are reported
-beside the verdict as diagnostics. Measurements behind the rule: docs/analysis.md.
+- ``not self-similar`` when the model granularity's kernel has a length of its own
+  (``depstat.dependency``: an exponential decay well inside the profiled range), which a
+  dilation moves, or when D's lower bound lies above the margin;
+- ``self-similar`` when D's upper bound lies below the margin and there is no such length;
+- ``inconclusive`` otherwise, with the reason.
+
+A length fixed in bytes passes the cross-granularity comparison when the tokenizations are
+close (a 2-byte BPE barely smooths a 20-byte kernel), which is why the kernel's kind decides
+first.
+
+A direct dilation check at the model granularity reports how much log I(s r) - log I(r) varies
+over r (in slope units: divided by ln s); for a power law it is constant.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import polars as pl
+from scipy import stats
 
-from depstat.dependency import curvature, fit_decay, preferred_model
+from depstat.dependency import Curve, Width, replicate_interval
 
-THRESHOLDS = {
-    "min_points": 5,  # significant offsets needed to test a profile or compare two
-    "min_docs": 20,  # documents that must contribute to an offset for it to be used
-    "rise_sigma": 3.0,  # an increase of I between neighbouring offsets beyond this many SE is significant
-    "min_rises": 2,  # this many significant rises mark structure at fixed distances
-    "max_cutoff_share": 1 / 3,  # self-similar only if at most this share of granularities bends down
-}
-N_DRAWS = 200
-DILATIONS = np.exp(np.linspace(np.log(1 / 4), np.log(64), 121))
+MARGIN = 0.25  # slope units: how far granularities may disagree at one scale and still count as one shape
+CELL = 4.0  # each slope cell spans offsets x .. CELL x (two octaves)
+MIN_TOKENS = 4  # the test starts this many model tokens out (sub-token structure comes first)
+CELL_SE_MAX = 0.25  # a cell whose slope is known to worse than this (the default margin) is left out
+VERDICTS = ("self-similar", "not self-similar", "inconclusive")
 
 
 @dataclass(frozen=True)
-class PairCollapse:
-    """Collapse of granularity ``coarse`` onto ``fine`` (rho = bytes/token ratio)."""
+class SlopeCell:
+    """The local slope of one granularity over one cell of the byte axis."""
 
-    fine: str
-    coarse: str
-    rho: float
-    misfit_token: float
-    misfit_byte: float
-    score: float
-    score_ci: tuple[float, float]
-    dilation: float
+    granularity: str
+    x_low: float
+    x_high: float
+    slope: float
+    se: float
     n_points: int
 
 
-@dataclass
+@dataclass(frozen=True)
+class Dilation:
+    """log I(s r) - log I(r) at the model granularity: its spread over r, in slope units."""
+
+    granularity: str
+    factor: float
+    r_low: float
+    r_high: float
+    spread: float
+    spread_se: float
+    n_points: int
+
+
+@dataclass(frozen=True)
 class SelfSimilarity:
-    """Per-granularity decay fits, pairwise collapses, and the verdict with its reasons."""
+    """The verdict with its reasons, effect size and the cells and dilation check behind it."""
 
     verdict: str
-    reasons: list[str]
-    exponents: dict[str, dict]
-    preferred: dict[str, str | None]
-    curvatures: dict[str, dict] = field(default_factory=dict)
-    pairs: list[PairCollapse] = field(default_factory=list)
-    thresholds: dict = field(default_factory=lambda: dict(THRESHOLDS))
+    reasons: tuple[str, ...]
+    effect: float | None
+    effect_bounds: tuple[float, float] | None  # one-sided (1 - confidence) bounds of D
+    margin: float
+    alpha: float | None
+    bytes_range: tuple[float, float] | None
+    needed_tokens: float
+    cells: tuple[SlopeCell, ...] = ()
+    dilation: Dilation | None = None
+    duplicates: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {
-            "verdict": self.verdict,
-            "reasons": self.reasons,
-            "decay_model_preferred": self.preferred,
-            "power_law_exponents": self.exponents,
-            "curvature": self.curvatures,
-            "pairs": [asdict(p) for p in self.pairs],
-            "thresholds": self.thresholds,
-        }
+        return asdict(self)
 
 
-def _curve(rows: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(offsets, log I, standard error of log I) over the significant, well-populated offsets.
-
-    Offsets where fewer than ``min_docs`` documents (or half of them, for small corpora)
-    contribute are left out: there the few longest documents decide the value.
-    """
-    rows = rows.sort("offset")
-    enough = min(THRESHOLDS["min_docs"], rows["n_docs"].max() / 2)
-    rows = rows.filter(pl.col("significant") & (pl.col("mi_bits") > 0) & (pl.col("n_docs") >= enough))
-    mi = rows["mi_bits"].to_numpy()
-    return rows["offset"].to_numpy().astype(float), np.log(mi), np.nan_to_num(rows["se"].to_numpy()) / mi
-
-
-def misfit(o_g: np.ndarray, y_g: np.ndarray, o_h: np.ndarray, y_h: np.ndarray, lam: float) -> tuple[float, int]:
-    """Mean squared residual of log I_h(r) - a - log I_g(lam r) over the common offset range."""
-    if o_g.size < 2:
-        return float("nan"), 0
-    lg = np.log(o_g)
-    x = np.log(o_h * lam)
-    inside = (x >= lg.min()) & (x <= lg.max())
-    n = int(inside.sum())
-    if n < THRESHOLDS["min_points"]:
-        return float("nan"), n
-    resid = y_h[inside] - np.interp(x[inside], lg, y_g)
-    return float(np.mean((resid - resid.mean()) ** 2)), n
+def _cell_slopes(c: Curve, x: np.ndarray, edges: np.ndarray, values: np.ndarray) -> list[tuple[int, float, int]]:
+    """(cell index, OLS slope of -log I on log x, points) for cells with >= 2 points, all positive."""
+    out = []
+    for k in range(len(edges) - 1):
+        inside = (x >= edges[k]) & (x < edges[k + 1])
+        if inside.sum() < 2 or np.any(values[inside] <= 0):
+            continue
+        slope = np.polyfit(np.log(x[inside]), np.log(values[inside]), 1)[0]
+        out.append((k, -float(slope), int(inside.sum())))
+    return out
 
 
-def pair_collapse(name_g: str, g: tuple, name_h: str, h: tuple, rho: float, seed: int = 0) -> PairCollapse:
-    """Token- versus byte-unit collapse of one pair of profiles, with a redraw interval.
-
-    Redraws perturb each log I by its standard error (delta method) on the same offsets.
-    """
-    (o_g, y_g, s_g), (o_h, y_h, s_h) = g, h
-
-    def score(yg: np.ndarray, yh: np.ndarray) -> tuple[float, float, float, int]:
-        tok, n = misfit(o_g, yg, o_h, yh, 1.0)
-        byt, _ = misfit(o_g, yg, o_h, yh, rho)
-        return tok, byt, float(np.log10(max(tok, 1e-12) / max(byt, 1e-12))), n
-
-    tok, byt, point, n = score(y_g, y_h)
-    rng = np.random.default_rng(seed)
-    draws = np.asarray([
-        score(y_g + rng.standard_normal(y_g.shape) * s_g, y_h + rng.standard_normal(y_h.shape) * s_h)[2]
-        for _ in range(N_DRAWS)
-    ])
-    draws = draws[np.isfinite(draws)]
-    # Redrawing adds noise to both curves, which pulls the score towards zero: re-centre the
-    # spread of the redraws on the point estimate.
-    draws = draws - np.median(draws) + point if draws.size else draws
-    ci = tuple(np.quantile(draws, [0.025, 0.975]).tolist()) if draws.size else (float("nan"), float("nan"))
-    fits = np.asarray([misfit(o_g, y_g, o_h, y_h, lam)[0] for lam in DILATIONS])
-    dilation = float(DILATIONS[np.nanargmin(fits)]) if np.isfinite(fits).any() else float("nan")
-    return PairCollapse(name_g, name_h, rho, tok, byt, point, ci, dilation, n)
+def _cells(curves: list[Curve], x_low: float, x_high: float) -> tuple[list[tuple], np.ndarray]:
+    """Cells measurable on the point and every replicate: (curve, cell, x, slopes over replicates)."""
+    n_edges = max(int(math.floor(math.log(max(x_high / x_low, 1.0)) / math.log(CELL) + 1e-9)), 0) + 1
+    edges = x_low * CELL ** np.arange(n_edges)
+    if edges[-1] < x_high * 0.999 and n_edges >= 1:  # a last, shorter cell up to x_high
+        edges = np.append(edges, x_high * 1.0000001)
+    found = []
+    for c in curves:
+        x = c.offsets * (c.bytes_per_token or 1.0)
+        point = {k: (s, n) for k, s, n in _cell_slopes(c, x, edges, c.mi)}
+        reps = [{k: s for k, s, _ in _cell_slopes(c, x, edges, c.replicate(g))} for g in range(c.replicates.shape[1])]
+        for k, (s, n) in point.items():
+            rep = np.array([r.get(k, np.nan) for r in reps])
+            if np.all(np.isfinite(rep)):
+                found.append((c, k, edges[k], min(edges[k + 1], x_high), s, rep, n))
+    return found, edges
 
 
-def self_similarity(table: pl.DataFrame, bytes_per_token: dict[str, float | None], seed: int = 0) -> SelfSimilarity:
-    """Verdict on a profile table with several granularities and their bytes per token."""
-    names, duplicates = _distinct(table)
-    curves = {n: _curve(table.filter(pl.col("granularity") == n)) for n in names}
-    exponents, preferred, curvatures = {}, {}, {}
-    for n, (o, y, s) in curves.items():
-        fits = fit_decay(o, np.exp(y), s * np.exp(y))
-        preferred[n] = preferred_model(fits)
-        if "power" in fits:
-            f = fits["power"]
-            exponents[n] = {"alpha": f.parameter, "ci": [f.ci_low, f.ci_high], "aic_power": f.aic,
-                            "aic_exponential": fits["exponential"].aic}
-        if o.size >= THRESHOLDS["min_points"]:
-            c, lo, hi = curvature(o, y, s)
-            rises = significant_rises(table.filter(pl.col("granularity") == n))
-            curvatures[n] = {
-                "curvature": c, "ci": [lo, hi], "n_points": int(o.size), "significant_rises": rises,
-                "cutoff": bool(hi < 0 or rises >= THRESHOLDS["min_rises"]),
-            }
-    text = [n for n in names if bytes_per_token.get(n)]
-    order = sorted(text, key=lambda n: bytes_per_token[n])
-    pairs = []
-    for i, g in enumerate(order):
-        for h in order[i + 1:]:
-            rho = bytes_per_token[h] / bytes_per_token[g]
-            if rho >= 1.2:  # closer scales cannot tell token from byte units apart
-                pairs.append(pair_collapse(g, curves[g], h, curves[h], rho, seed))
-    pairs = [p for p in pairs if np.isfinite(p.score)]
-    verdict, reasons = _verdict(curvatures)
-    for dup, same in duplicates.items():
-        reasons.append(f"{dup} gives the same profile as {same} (the same tokenization) and is counted once")
-    return SelfSimilarity(verdict, reasons, exponents, preferred, curvatures, pairs)
+def _deviations(slopes: np.ndarray, se: np.ndarray, cell: np.ndarray) -> np.ndarray:
+    """Each slope's distance from its cell's mean slope (weighted by the fixed cell errors); NaN
+    in a cell that only one granularity measures."""
+    w = 1 / np.maximum(se, 1e-3) ** 2
+    out = np.full(slopes.shape, np.nan)
+    for k in np.unique(cell):
+        inside = cell == k
+        if inside.sum() >= 2:
+            out[inside] = slopes[inside] - np.sum(w[inside] * slopes[inside]) / np.sum(w[inside])
+    return out
 
 
-def significant_rises(rows: pl.DataFrame) -> int:
-    """How often I(r) rises significantly from one offset to the next (well-populated offsets).
+def dilation_check(c: Curve, factor: float, r_low: float, confidence: float = 0.95) -> Dilation | None:
+    """Spread of log I(s r) - log I(r) over the offsets where both are measured, in slope units."""
+    if factor <= 1:
+        return None
+    lr = np.log(c.offsets)
+    r = c.offsets[(c.offsets >= r_low) & (c.offsets * factor <= c.r_max)]
+    if r.size < 3:
+        return None
 
-    Text decays (within noise) as r grows; templated or periodic data rise again at the
-    distances their layout repeats, which is a characteristic length too.
-    """
-    rows = rows.sort("offset")
-    enough = min(THRESHOLDS["min_docs"], rows["n_docs"].max() / 2)
-    rows = rows.filter(pl.col("n_docs") >= enough)
-    mi, se = rows["mi_bits"].to_numpy(), np.nan_to_num(rows["se"].to_numpy())
-    jump = np.diff(mi) - THRESHOLDS["rise_sigma"] * np.hypot(se[1:], se[:-1])
-    return int((jump > 0).sum())
+    def spread(v: np.ndarray) -> float:
+        if np.any(v <= 0):
+            return np.nan
+        ly = np.log(v)
+        d = np.interp(np.log(r * factor), lr, ly) - np.interp(np.log(r), lr, ly)
+        return float((d.max() - d.min()) / math.log(factor))
+
+    point = spread(c.mi)
+    vals = np.array([spread(c.replicate(g)) for g in range(c.replicates.shape[1])])
+    se, _, _ = replicate_interval(point, vals, c.weights, confidence)
+    return Dilation(c.name, float(factor), float(r.min()), float(r.max()), point, se, int(r.size))
 
 
-def _distinct(table: pl.DataFrame) -> tuple[list[str], dict[str, str]]:
+def self_similarity(
+    curves: dict[str, Curve],
+    model: str,
+    width: Width,
+    needed_tokens: float,
+    factor: float,
+    margin: float = MARGIN,
+    confidence: float = 0.95,
+    duplicates: dict[str, str] | None = None,
+) -> SelfSimilarity:
+    """The verdict from each granularity's profile above its floor (``curves``): local slopes on a
+    byte axis, equivalence-tested against ``margin``.
+
+    ``model`` is the granularity the advice is for and ``width`` its kernel width; the test
+    covers MIN_TOKENS .. ``needed_tokens`` model tokens, or up to the profile's end. Cells whose
+    slope is known to worse than CELL_SE_MAX are left out (a fixed rule, so that the verdict moves
+    monotonically with the margin)."""
+    m = curves[model]
+    unit = m.bytes_per_token or 1.0
+    x_low, x_high = MIN_TOKENS * unit, min(needed_tokens, m.r_max) * unit
+    reasons = [f"{dup} gives the same profile as {same} (the same tokenization) and is counted once"
+               for dup, same in (duplicates or {}).items()]
+    grs = [c for c in curves.values() if c.replicates.shape[1] == m.replicates.shape[1] and c.offsets.size]
+    found = _cells(grs, x_low, x_high)[0] if x_high > x_low else []
+    weights = m.weights
+    cell_se = np.array([replicate_interval(f[4], f[5], weights, confidence)[0] for f in found])
+    noisy = int(np.sum(~(cell_se <= CELL_SE_MAX))) if found else 0
+    found = [f for f, e in zip(found, cell_se) if e <= CELL_SE_MAX]
+    cell_se = cell_se[cell_se <= CELL_SE_MAX] if noisy else cell_se
+    dil = dilation_check(m, factor, MIN_TOKENS, confidence)
+    if m.r_max < needed_tokens:
+        reasons.append(
+            f"the profile reaches r = {m.r_max:.0f} {model} tokens, short of the {needed_tokens:.0f} an extension "
+            f"by {factor:g} needs: the verdict holds for the profiled range only"
+        )
+    if noisy:
+        reasons.append(f"{noisy} slope cells known to worse than ± {CELL_SE_MAX:g} were left out")
+    if dil is not None and np.isfinite(dil.spread):
+        reasons.append(
+            f"dilation by {dil.factor:g} at {model}: log I({dil.factor:g}r) - log I(r) varies by {dil.spread:.2f} "
+            f"± {dil.spread_se:.2f} (slope units) over r = {dil.r_low:.0f}-{dil.r_high:.0f}"
+        )
+    common = dict(margin=margin, needed_tokens=float(needed_tokens), dilation=dil, duplicates=duplicates or {})
+    own_length = width.kind in ("local", "characteristic")
+    if own_length:
+        reasons.insert(0, f"{model} has a length of its own, which a dilation would move: {width.reason}")
+    if not any(sum(g[1] == f[1] for g in found) >= 2 for f in found):
+        if own_length:
+            return SelfSimilarity("not self-similar", tuple(reasons), None, None, alpha=None,
+                                  bytes_range=(x_low, x_high), **common)
+        reasons.insert(0, f"fewer than two granularities have a measurable slope at a common scale between "
+                          f"{x_low:.0f} and {x_high:.0f} bytes (I(r) above its floor throughout a cell, its slope "
+                          f"known to ± {CELL_SE_MAX:g}): profile more tokens")
+        return SelfSimilarity("inconclusive", tuple(reasons), None, None, alpha=None,
+                              bytes_range=(x_low, x_high), **common)
+    slopes = np.array([f[4] for f in found])
+    reps = np.array([f[5] for f in found])  # cells x replicates
+    cell = np.array([f[1] for f in found])
+    dev = _deviations(slopes, cell_se, cell)
+    d = float(np.nanmax(np.abs(dev)))
+    w = 1 / np.maximum(cell_se, 1e-3) ** 2
+    alpha = float(np.sum(w * slopes) / np.sum(w))
+    d_reps = np.array([np.nanmax(np.abs(_deviations(reps[:, g], cell_se, cell))) for g in range(reps.shape[1])])
+    d_se, _, _ = replicate_interval(d, d_reps, weights, confidence)
+    z = stats.norm.ppf(confidence)
+    lo, hi = d - z * d_se, d + z * d_se
+    cells = tuple(SlopeCell(f[0].name, float(f[2]), float(f[3]), float(s), float(e), f[6])
+                  for f, s, e in zip(found, slopes, cell_se))
+    worst = cells[int(np.nanargmax(np.abs(dev)))]
+    grans = sorted({cl.granularity for cl in cells})
+    span = (min(cl.x_low for cl in cells), max(cl.x_high for cl in cells))
+    text = (f"{len(cells)} cells of {', '.join(grans)} from {span[0]:.0f} to {span[1]:.0f} bytes: local slopes "
+            f"above the floor agree across granularities within {d:.2f} [{max(lo, 0):.2f}, {hi:.2f}] at each "
+            f"scale (mean alpha = {alpha:.2f}); the farthest from its scale's mean is {worst.granularity} at "
+            f"{worst.x_low:.0f}-{worst.x_high:.0f} bytes ({worst.slope:.2f} ± {worst.se:.2f})")
+    if lo > margin:
+        verdict, why = "not self-similar", f"{text}: beyond the margin {margin:g}, so the shape changes with scale"
+    elif own_length:
+        verdict, why = "not self-similar", f"{text}; the granularities agree, but on a kernel of fixed length"
+    elif hi < margin:
+        verdict, why = "self-similar", (f"{text}: within the margin {margin:g}, and no length of its own, so a "
+                                        "dilation keeps the profile's shape")
+    else:
+        verdict, why = "inconclusive", (f"{text}: the interval straddles the margin {margin:g}; "
+                                        "profile more tokens to decide")
+    reasons.insert(1 if own_length else 0, why)
+    return SelfSimilarity(verdict, tuple(reasons), d, (float(lo), float(hi)), alpha=alpha,
+                          bytes_range=span, cells=cells, **common)
+
+
+def distinct(table: pl.DataFrame) -> tuple[list[str], dict[str, str]]:
     """Granularities with distinct profiles, and each duplicate mapped to the one it repeats.
 
     A BPE trainer that runs out of merges gives two vocabulary sizes the same tokenization;
@@ -206,26 +260,3 @@ def _distinct(table: pl.DataFrame) -> tuple[list[str], dict[str, str]]:
         else:
             duplicates[name] = same
     return kept, duplicates
-
-
-def _verdict(curvatures: dict[str, dict]) -> tuple[str, list[str]]:
-    tested = len(curvatures)
-    cut = [n for n, c in curvatures.items() if c["cutoff"]]
-    reasons = [
-        f"{len(cut)} of {tested} granularities bend down on log-log axes or rise again at larger offsets "
-        "(a characteristic length)"
-        + (f": {', '.join(cut)}" if cut else "")
-    ]
-    if tested < 2:
-        reasons.append(
-            f"fewer than two granularities have {THRESHOLDS['min_points']} significant offsets: profile more tokens"
-        )
-        return "inconclusive", reasons
-    if len(cut) >= tested / 2:
-        return "not self-similar", reasons
-    if len(cut) <= THRESHOLDS["max_cutoff_share"] * tested:
-        rest = "the other granularities" if cut else "the profiles"
-        reasons.append(f"{rest} stay straight or bend up on log-log axes: no characteristic length within the profiled range")
-        return "self-similar", reasons
-    reasons.append("a minority shows a cutoff: the data are mixed")
-    return "inconclusive", reasons

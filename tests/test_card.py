@@ -14,7 +14,7 @@ import pytest
 import depstat
 from depstat.card import FENCE, _fmt, _ival, card_data, card_numbers, main, software, write_card
 from depstat.errors import DepstatError
-from depstat.profile import Profile
+from tests.conftest import Analysed
 
 ROOT = Path(__file__).resolve().parents[1]
 CARDS = ROOT / "data_cards"
@@ -28,9 +28,9 @@ def readme_commands() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def card(analysed: Profile, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def card(analysed: Analysed, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("card") / "small.md"
-    return write_card(analysed, out, "depstat card docs.jsonl --out small.md", title="Small card",
+    return write_card(*analysed, out, "depstat card docs.jsonl --out small.md", title="Small card",
                       description="Twenty topics of the *bundled* example.")
 
 
@@ -39,32 +39,34 @@ def test_write_card_writes_markdown_and_the_figure_beside_it(card: Path) -> None
     assert card.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "](small.png)" in text
     assert text.startswith("# Small card\n\nTwenty topics of the *bundled* example.\n")
-    for heading in ("Corpus", "Sampling and tokenization", "MI profile", "Dependency width W and decay",
+    for heading in ("Corpus", "Sampling and tokenization", "MI profile", "Dependency kernels",
                     "Self-similarity", "Recommendation", "Provenance", "Numbers"):
         assert f"\n## {heading}\n" in text
     assert "depstat card docs.jsonl --out small.md" in text and depstat.__version__ in text
-    assert '"rope_theta":' in text and "Hugging Face config" in text
+    assert '"rope_theta":' in text and "transformers ≥ 5 config" in text and '"rope_parameters"' in text
 
 
-def test_card_numbers_round_trip_and_agree_with_the_analysis(analysed: Profile, card: Path) -> None:
+def test_card_numbers_round_trip_and_agree_with_the_analysis(analysed: Analysed, card: Path) -> None:
     numbers = card_numbers(card.read_text(encoding="utf-8"))
-    assert numbers == card_data(analysed)
+    assert numbers == card_data(*analysed)
     a = analysed.analysis
-    assert numbers["verdict"] == a["self_similarity"]["verdict"]
-    assert numbers["rope_theta"] == pytest.approx(a["recommendation"]["rope_theta"], rel=1e-5)
+    assert numbers["verdict"] == a.self_similarity.verdict
+    assert numbers["rope_theta"] == pytest.approx(a.recommendation.rope_theta, rel=1e-5)
     assert numbers["settings"]["train_length"] == 256 and numbers["software"] == software()
     for name, g in numbers["granularities"].items():
-        assert g["n_tokens"] == analysed.granularities[name]["n_tokens"]
-        assert g["W"] == pytest.approx(a["W"][name]["W"], rel=1e-5)
-        lo, hi = g["W_interval"]
-        assert lo <= g["W"] <= hi
+        assert g["n_tokens"] == analysed.profile.granularities[name]["n_tokens"]
+        assert g["kind"] == a.widths[name].kind
+        if g["W"] is not None:
+            assert g["W"] == pytest.approx(a.widths[name].W, rel=1e-5)
+            lo, hi = g["W_interval"]
+            assert lo <= g["W"] <= hi
 
 
 def test_human_tables_show_the_machine_readable_numbers(card: Path) -> None:
     text = card.read_text(encoding="utf-8")
     numbers = card_numbers(text)
     for name, g in numbers["granularities"].items():
-        assert f"| {_ival(g['W'], g['W_interval'])} |" in text, name
+        assert f"| {g['kind']} | {_ival(g['W'], g['W_interval'])} |" in text, name
         assert f"| {_fmt(g['n_tokens'])} |" in text, name
     assert f"rope_theta = **{_fmt(numbers['rope_theta'])}**" in text
     assert f"Verdict: **{numbers['verdict']}**." in text
@@ -79,24 +81,17 @@ def test_card_numbers_needs_exactly_one_block() -> None:
         card_numbers(block + "\n" + block)
 
 
-def test_write_card_needs_an_analysed_profile(analysed: Profile, tmp_path: Path) -> None:
-    bare = Profile(analysed.table, analysed.granularities, analysed.corpus, analysed.sampling,
-                   analysed.estimator, analysed.confidence)
-    with pytest.raises(DepstatError, match="no analysis"):
-        write_card(bare, tmp_path / "x.md", "cmd")
-
-
-def test_command_line_from_a_saved_profile(analysed: Profile, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    analysed.save(tmp_path / "saved")
+def test_command_line_from_a_saved_profile(analysed: Analysed, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    analysed.profile.save(tmp_path / "saved")
     argv = [str(tmp_path / "saved"), "--out", str(tmp_path / "cards" / "saved.md"),
             "--head-dim", "64", "--train-length", "256", "--target-length", "1024"]
     assert main(argv) == 0
     text = (tmp_path / "cards" / "saved.md").read_text(encoding="utf-8")
-    assert card_numbers(text) == card_data(analysed)
+    assert card_numbers(text) == card_data(*analysed)  # the saved replicates give the same analysis
     assert "python -m depstat.card " + str(tmp_path / "saved") in text
     assert (tmp_path / "cards" / "saved.png").is_file()
-    assert main([str(tmp_path / "saved"), "--out", str(tmp_path / "y.md"), "--train-length", "4096"]) == 2
-    assert "depstat: error:" in capsys.readouterr().err
+    assert main([str(tmp_path / "saved"), "--out", str(tmp_path / "y.md"), "--head-dim", "63"]) == 2
+    assert "depstat: error: the head dimension must be even" in capsys.readouterr().err
 
 
 def test_every_committed_card_has_one_documented_command() -> None:
@@ -136,8 +131,7 @@ def test_committed_card_regenerates_from_its_command(name: str, tmp_path: Path) 
     fresh = card_numbers((tmp_path / "data_cards" / name).read_text(encoding="utf-8"))
 
     assert fresh["verdict"] == committed["verdict"]
-    lo, hi = committed["rope_theta_interval"]
-    assert lo <= fresh["rope_theta"] <= hi
+    assert fresh["rope_theta"] == pytest.approx(committed["rope_theta"], rel=1e-5)
     for g, old in committed["granularities"].items():
         new = fresh["granularities"][g]
         assert new["n_tokens"] == old["n_tokens"], g

@@ -153,13 +153,14 @@ def test_replicates_are_whole_profiles_of_the_same_groups(
         (pl.col("group_pairs") / pl.col("group_pairs").sum().over("granularity")).alias("share"))
     wide = share.pivot(on="granularity", index="group", values="share")
     assert np.allclose(wide["bytes"], wide["bpe-300"], atol=0.05)
-    p.save(tmp_path / "out", replicates=True)
+    p.save(tmp_path / "out")  # the analysis needs them, so they are always saved
     back = Profile.load(tmp_path / "out")
     assert back.replicates.equals(reps)
-    p.save(tmp_path / "plain")
-    assert not (tmp_path / "plain" / "replicates.parquet").exists()
+    (tmp_path / "out" / "replicates.parquet").unlink()
     with pytest.raises(depstat.DepstatError, match="no replicates"):
-        Profile.load(tmp_path / "plain").replicates
+        Profile.load(tmp_path / "out").replicates
+    with pytest.raises(depstat.DepstatError, match="no jackknife replicates"):
+        depstat.analyze(Profile.load(tmp_path / "out"))
 
 
 def test_fixed_population_counts_the_same_documents_at_every_offset() -> None:
@@ -187,7 +188,6 @@ def test_console_names_offsets_that_rest_on_few_documents(tmp_path: Path, capsys
         (["--population", "fixed", "--max-offset", "5000"], "--population fixed"),
         (["--seed", "-1"], "seed must be a non-negative integer"),
         (["--seed", str(2**64)], "below 2^32"),
-        (["--save-replicates"], "--save-replicates needs --out"),
     ],
 )
 def test_bad_order_options_give_one_line(

@@ -4,30 +4,29 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 import depstat
-from depstat.errors import DepstatError
-from depstat.profile import Profile
+from tests.conftest import Analysed
 from depstat.report import FIGURES, Items, Para, Table, _html_document, build_report
 
 
 
 @pytest.fixture(scope="module")
-def paths(analysed: Profile, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return build_report(analysed, tmp_path_factory.mktemp("report"))
+def paths(analysed: Analysed, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build_report(*analysed, tmp_path_factory.mktemp("report"))
 
 
-def test_html_states_verdict_base_and_config(analysed: Profile, paths: dict[str, Path]) -> None:
+def test_html_states_verdict_base_and_config(analysed: Analysed, paths: dict[str, Path]) -> None:
     page = paths["html"].read_text(encoding="utf-8")
-    rec = analysed.analysis["recommendation"]
-    assert f"Verdict: {analysed.analysis['self_similarity']['verdict']}." in page
-    assert f"rope_theta = {rec['rope_theta']:.4g}" in page
-    assert json.dumps(rec["rope_theta"]) in page  # the exact value, in the HF config block
-    assert "bpe-512" in page and analysed.estimator in page and depstat.__version__ in page
+    rec = analysed.analysis.recommendation
+    assert f"Verdict: {analysed.analysis.self_similarity.verdict}." in page
+    assert f"rope_theta = {rec.rope_theta:.4g}" in page
+    assert json.dumps(rec.rope_theta) in page  # the exact value, in the config blocks
+    assert "Men et al." in page and "Llama 3 8B" in page  # the other rules side by side
+    assert "bpe-512" in page and analysed.profile.estimator in page and depstat.__version__ in page
 
 
 def test_html_embeds_every_figure_and_loads_nothing_external(paths: dict[str, Path]) -> None:
@@ -52,9 +51,3 @@ def test_text_is_escaped_in_html() -> None:
     hostile = "<script>alert(1)</script>"
     page = _html_document(hostile, [(hostile, [Para(hostile), Items([hostile]), Table([hostile], [[hostile]])])], {})
     assert "<script>" not in page and "&lt;script&gt;" in page
-
-
-def test_missing_analysis_is_a_clear_error(analysed: Profile, tmp_path: Path) -> None:
-    with pytest.raises(DepstatError, match="no analysis"):
-        build_report(replace(analysed, analysis=None), tmp_path)
-    assert not (tmp_path / "report.html").exists()

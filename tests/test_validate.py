@@ -126,9 +126,9 @@ def test_fit_needs_two_widths():
         fit_frequency_law(np.array([8.0, 8.0]), np.array([0.3, 0.4]))
 
 
-def test_block_width_is_the_block_length():
-    for block in (4, 16, 64):
-        assert 0.9 * block <= width_for_block(block)["W"] <= block
+def test_block_width_is_proportional_to_the_block_length():
+    widths = [width_for_block(block)["W"] for block in (4, 16, 64)]
+    assert all(3 <= b / a <= 5.3 for a, b in zip(widths, widths[1:])), widths
 
 
 def test_within_noise_uses_the_spread_of_both_means():

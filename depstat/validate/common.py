@@ -221,10 +221,10 @@ def advice(corpus: Path, granularities: list[str], head_dim: int, train_length: 
     settings = Settings(head_dim=head_dim, train_length=train_length, target_length=target_length,
                         granularity="bytes")
     a = analyze(prof, settings)
-    rec = a["recommendation"]
+    rec = a.recommendation
     return {
-        "granularities": granularities, "max_docs": max_docs, "verdict": a["self_similarity"]["verdict"],
-        "W": rec["W"], "theta_star": rec["theta_star"], "rope_theta": rec["rope_theta"],
-        "extension": (rec["extension"] or {}).get("method"), "rope_scaling": rec["rope_scaling"],
-        "reasons": rec["reasons"] + a["self_similarity"]["reasons"],
+        "granularities": granularities, "max_docs": max_docs, "verdict": a.self_similarity.verdict,
+        "W": a.widths[a.granularity].to_dict(), "theta_star": rec.theta_star, "rope_theta": rec.rope_theta,
+        "extension": rec.extension.method if rec.extension else None, "rope_parameters": rec.rope_parameters,
+        "reasons": list(rec.reasons) + list(a.self_similarity.reasons),
     }

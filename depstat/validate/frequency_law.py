@@ -1,8 +1,8 @@
 """Experiment 1, frequency-law: does the learned frequency follow theta_eff = c / W (paper A)?
 
 Block sequences (``depstat.synth.block_sequences``) with latent block length B have a
-known dependency scale; W is depstat's kernel width (q90) of their exact MI profile, read
-over the training length (W ~ B). For each B and seed a model is trained on next-token
+known dependency scale; W is depstat's kernel width (q90 of the fitted exponential) of their
+exact MI profile (W ~ B). For each B and seed a model is trained on next-token
 prediction, its frequency energy measured (``depstat.model.frequency_energy``) and the
 effective frequency (energy-weighted geometric mean over bands) recorded. Then
 log theta_eff is fitted against log W: paper A reports slope -1 and c ~ 3.02 (theory pi).
@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from depstat.dependency import kernel_width
+from depstat.dependency import exact_curve, fitted, kernel_width
 from depstat.model import ModelConfig
 from depstat.recommend import PAPER_C
 from depstat.synth import block_exact_mi, block_sequences
@@ -32,11 +32,9 @@ BASE = 10_000.0
 
 
 def width_for_block(block: int, length: int = LENGTH) -> dict:
-    """depstat's q90 kernel width of the exact block-sequence profile for training length ``length``."""
+    """depstat's q90 kernel width of the exact block-sequence profile over offsets 1 .. ``length``-1."""
     offsets = np.arange(1, length)
-    mi = block_exact_mi(block, offsets)
-    w = kernel_width(offsets, mi, np.zeros_like(mi), mi > 0, length)
-    return w.to_dict()
+    return kernel_width(fitted(exact_curve(offsets, block_exact_mi(block, offsets)))).to_dict()
 
 
 def one_run(block: int, seed: int, s: dict, opts: Options) -> dict:
