@@ -23,8 +23,10 @@
 #    `depstat.ESTIMATORS` side by side against the truth — and why the plug-in estimator
 #    invents long-range dependence that is not there;
 # 2. what the interval and the noise floor mean, checked against that truth;
-# 3. the same reading on a real corpus, the bundled Python documentation
-#    (`examples/python-docs.jsonl.gz`, 79 documents, 466 KB).
+# 3. the kernel width W read from a profile, on block sequences whose dependency length B
+#    is set by construction: W must grow in proportion to B;
+# 4. the same reading on a real corpus, the bundled Python documentation
+#    (`examples/python-docs.jsonl.gz`).
 #
 # It uses only depstat's public API and runs in well under a minute on a CPU (the very
 # first run also compiles depstat's Numba kernels, about 15 s, cached afterwards).
@@ -38,7 +40,7 @@ import polars as pl
 
 import depstat
 from depstat import synth
-from depstat.dependency import kernel_width
+from depstat.dependency import curve, exact_curve, fitted, kernel_width
 
 # The bundled corpus, whether the notebook runs from the repository root or from notebooks/.
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "python-docs.jsonl.gz").is_file())
@@ -46,6 +48,7 @@ CORPUS = ROOT / "examples" / "python-docs.jsonl.gz"
 pl.Config.set_tbl_rows(40)
 pl.Config.set_tbl_cols(12)
 pl.Config.set_float_precision(3)
+pl.Config.set_tbl_width_chars(160)
 print("depstat", depstat.__version__)
 print("estimators:", ", ".join(depstat.ESTIMATORS), "| default:", depstat.DEFAULT_ESTIMATOR)
 
@@ -111,62 +114,73 @@ plt.show()
 
 # %% [markdown]
 # One row per estimator: the worst error relative to the bar, the error at r = 1 and at
-# the longest offset, how many of the 23 intervals contain the exact value, and the
-# kernel width W that notebook 3 turns into a RoPE base (the offset below which 90 % of
-# the dependency mass lies, for a training length of 1024), read from each profile and
-# from the exact one.
+# the longest offset, how many of the 23 intervals contain the exact value, and what
+# `depstat.dependency` reads from the profile as a kernel (section 3 explains it): its
+# *kind*, the width W that notebook 3 turns into a RoPE base, and the *floor*, the part
+# of I(r) that reaches every offset alike. The same is read from the exact profile
+# (`exact_curve`: no errors, no replicates).
 
 # %%
-def width(table: pl.DataFrame, length: int = 1024) -> float:
-    o, m, se, sig = (table[c].to_numpy() for c in ("offset", "mi_bits", "se", "significant"))
-    return kernel_width(o, m, se, sig, length).W
+def width(table: pl.DataFrame, name: str = "sample") -> depstat.dependency.Width:
+    """Kernel width of one `mi_profile` table (`curve` selects a granularity, so the table gets one)."""
+    return kernel_width(fitted(curve(table.with_columns(granularity=pl.lit(name)), name)))
 
 
 def scorecard(tables: dict[str, pl.DataFrame], exact: np.ndarray) -> pl.DataFrame:
     tol = np.maximum(0.005, 0.02 * exact)
     rows = []
     for name, t in tables.items():
+        w = widths[name]
         err = t["mi_bits"].to_numpy() - exact
         covered = (t["ci_low"].to_numpy() <= exact) & (exact <= t["ci_high"].to_numpy())
         rows.append({
             "estimator": name, "worst |error| / bar": np.abs(err / tol).max(), "error at r=1": err[0],
             "error at r=2048": err[-1], "intervals covering exact": f"{covered.sum()}/{len(exact)}",
-            "W (q90, L=1024)": width(t),
+            "kind": w.kind, "W": w.W, "floor (bits)": w.floor,
         })
     return pl.DataFrame(rows)
 
 
-true_width = kernel_width(offsets, truth, np.zeros_like(truth), truth > 0, 1024).W
+true_width = kernel_width(fitted(exact_curve(offsets, truth)))
+widths = {name: width(t, name) for name, t in estimates.items()}
 card = scorecard(estimates, truth)
-print(f"W of the exact profile: {true_width:.0f} tokens")
+print(f"exact profile: {true_width.kind}, W = {true_width.W:.1f} tokens, floor {true_width.floor:.3g} bits")
 card
 
 # %% [markdown]
 # What the table says:
 #
 # - **plug-in** (maximum-likelihood entropies) is off by tenths of a bit *where the truth
-#   is zero*, and its profile never comes down: read as a kernel, it puts the dependency
-#   width near the training length instead of near the exact value. That is the way
-#   plug-in misleads: not a small offset everywhere, but a long flat tail that looks like
-#   long-range dependence.
+#   is zero*, and its profile never comes down (`error at r=2048`). That is the way plug-in
+#   misleads: not a small offset everywhere, but a long flat tail that looks like
+#   long-range dependence. Read as a kernel, the tail goes into the **floor**: both decay
+#   models that `depstat.dependency` fits carry a constant floor, so what reaches every
+#   offset alike is not counted as long dependencies, and plug-in's W stays close to the
+#   exact one (compared in the cell below). The floor column is where its bias shows.
 # - **miller-madow** removes the first-order bias term and is still far off; **grassberger**
 #   and the **jackknife** correction get within a few times the bar (the jackknife
 #   over-corrects into negative values at long offsets); the null-corrected
 #   estimators (**shuffle**, **rotation**, **grassberger-rotation**) subtract the MI of
 #   pairs that are independent by construction and are on the bar at long offsets.
-# - `rotation` and `shuffle` over-correct at r = 1 (their error there is about −0.03 bits):
-#   the plug-in null has a smaller bias than the strongly concentrated real joint.
-#   The default, `grassberger-rotation`, keeps that small (about +0.04 bits at r = 1, still
-#   within 2 % of the 4.4 bits there). docs/estimators.md has the full benchmark over
-#   sample sizes and a slower chain; at 2M tokens the default meets the bar everywhere.
-#
+# - `rotation` and `shuffle` over-correct at r = 1 (a negative `error at r=1`): the plug-in
+#   null has a smaller bias than the strongly concentrated real joint. The default,
+#   `grassberger-rotation`, errs the other way there, by the share of I(1) printed below.
+#   docs/estimators.md has the full benchmark over sample sizes and a slower chain.
+
+# %%
+for name, t in estimates.items():
+    w = widths[name]
+    print(f"{name:>22}: error at r=1 {100 * (t['mi_bits'][0] - truth[0]) / truth[0]:+.1f} % of I(1); "
+          f"W {w.W:.1f} vs exact {true_width.W:.1f}; floor {w.floor:.3f} bits")
+
+# %% [markdown]
 # ### Why the plug-in tail is there
 #
 # For N pairs the plug-in MI exceeds the truth by about (K_xy − K_x − K_y + 1) / (2 N ln 2)
 # bits, where K counts the occupied cells of the joint table and of the two marginals.
 # At long offsets the two tokens are nearly independent, so the joint spreads over up to
-# V² = 262,144 cells with about a million pairs to fill them. We can count the cells at
-# r = 2048 directly from the token stream:
+# V² cells with only N pairs to fill them. We can count the cells at r = 2048 directly
+# from the token stream:
 
 # %%
 r = int(offsets[-1])
@@ -174,12 +188,13 @@ docs = big.tokens.reshape(big.n_docs, -1).astype(np.int64)
 x, y = docs[:, :-r].ravel(), docs[:, r:].ravel()
 k_xy, k_x, k_y = np.unique(x * big.vocab_size + y).size, np.unique(x).size, np.unique(y).size
 first_order = (k_xy - k_x - k_y + 1) / (2 * x.size * np.log(2))
-print(f"r = {r}: {x.size:,} pairs fill {k_xy:,} of {big.vocab_size ** 2:,} joint cells")
+print(f"r = {r}: N = {x.size:,} pairs fill {k_xy:,} of V² = {big.vocab_size ** 2:,} joint cells "
+      f"({x.size / k_xy:.1f} pairs per occupied cell)")
 print(f"first-order plug-in bias {first_order:.3f} bits; "
       f"plug-in estimate {estimates['plugin']['mi_bits'][-1]:.3f}; exact {truth[-1]:.3f}")
 
 # %% [markdown]
-# The first-order term explains most of the tail, not all of it: with on average only a
+# The first-order term explains part of the tail, not all of it: with on average only a
 # few pairs per occupied cell the expansion behind it breaks down, which is why
 # Miller–Madow (which subtracts exactly this term) still leaves a tail.
 #
@@ -201,7 +216,9 @@ for label, t_small, t_big in (("plugin", plug_small, estimates["plugin"]),
 #
 # The interval is a delete-one-block jackknife: the corpus is cut into 20 blocks of whole
 # documents, the estimate is recomputed with each block left out, and the spread of
-# those 20 values gives a standard error and a Student-t interval (95 % by default).
+# those 20 values gives a standard error and a Student-t interval (95 % by default; the
+# spread of the null draws, `null_draw_se`, and a bound on the jackknife's own bias,
+# `bias_bound`, are added to it in quadrature).
 # `noise_floor` is the interval's half-width: an MI below it cannot be told from zero
 # with this much data, and `significant` is false where the interval reaches zero.
 #
@@ -228,7 +245,9 @@ missed = d.with_columns(exact=pl.Series(truth)).filter(
 first_insignificant = offsets[~sig].min()
 print(f"exact MI falls below 0.005 bits at r = {offsets[truth < 0.005].min()}; "
       f"first offset the estimate cannot tell from zero: r = {first_insignificant}")
-print("offsets whose interval misses the exact value:")
+print(f"largest noise floor: {d['noise_floor'].max():.4f} bits; at r = 1: error {d['mi_bits'][0] - truth[0]:+.4f} bits, "
+      f"standard error {d['se'][0]:.4f}")
+print(f"{missed.height} of {d.height} intervals miss the exact value:")
 missed.select("offset", "exact", "mi_bits", "ci_low", "ci_high", "se")
 
 # %% [markdown]
@@ -237,14 +256,12 @@ missed.select("offset", "exact", "mi_bits", "ci_low", "ci_high", "se")
 # - Where the exact MI is zero the estimates scatter around zero inside the noise floor,
 #   and are flagged not significant: the profile ends where the data can no longer
 #   resolve it, not where the plot stops.
-# - The noise floor is below a hundredth of a bit here, so the profile is resolved down
-#   to where the true MI is of that size: the estimate becomes insignificant shortly after
-#   the exact MI drops below the floor.
-# - Coverage is not exact. A 95 % interval should miss about 1 offset in 20; misses at
-#   short offsets come from the estimator's remaining *bias*, which the jackknife standard
-#   error does not measure (at r = 1 the bias is a few hundredths of a bit and the standard
-#   error a few thousandths). The intervals describe sampling noise, not bias. Misses are
-#   also not independent: neighbouring offsets share the same documents.
+# - The noise floor (its largest value is printed above) sets the resolution: the
+#   estimate becomes insignificant about where the exact MI drops below it.
+# - Coverage is not exact. A 95 % interval should miss about 1 offset in 20. The interval
+#   describes sampling noise, not the estimator's remaining *bias*, which the jackknife
+#   standard error does not measure: compare the error at r = 1 with its standard error
+#   above. Misses are also not independent: neighbouring offsets share the same documents.
 
 # %%
 by_name = {row["estimator"]: row for row in card.iter_rows(named=True)}
@@ -252,12 +269,107 @@ default_row, plugin_row = by_name[depstat.DEFAULT_ESTIMATOR], by_name["plugin"]
 # Checks that keep this notebook honest when the estimators change (CI runs it).
 assert default_row["worst |error| / bar"] < 1.5, default_row
 assert plugin_row["worst |error| / bar"] > 20 and plugin_row["error at r=2048"] > 0.1, plugin_row
-assert abs(default_row["W (q90, L=1024)"] - true_width) <= 0.5 * true_width, (default_row, true_width)
-assert plugin_row["W (q90, L=1024)"] > 20 * true_width, plugin_row
+assert by_name["jackknife"]["error at r=2048"] < 0
+assert by_name["rotation"]["error at r=1"] < 0 and by_name["shuffle"]["error at r=1"] < 0 < default_row["error at r=1"]
+assert true_width.kind == "characteristic" and all(w.kind == "characteristic" for w in widths.values())
+assert abs(widths[depstat.DEFAULT_ESTIMATOR].W - true_width.W) <= 0.1 * true_width.W
+assert abs(widths["plugin"].W - true_width.W) <= 0.25 * true_width.W  # the plug-in tail goes into the floor ...
+assert widths["plugin"].floor > 0.1 and widths[depstat.DEFAULT_ESTIMATOR].floor < 0.01  # ... and shows there
 assert sig[:5].all() and not sig[-5:].any()
 
 # %% [markdown]
-# ## 3. A real corpus: the bundled Python documentation
+# ## 3. The kernel width W, on sources of known scale
+#
+# `depstat.dependency` reads a profile as a *kernel*: how far the dependencies reach.
+# `curve` takes one granularity's rows from a profile table (with the whole-profile
+# jackknife replicates that `mi_profile` records), leaving out offsets that rest on few
+# documents; `fitted` fits two decay models, each with a constant floor, to the profile and
+# to every replicate:
+#
+# - a power law, I = A r^−α + floor: no length of its own;
+# - an exponential, I = A exp(−(r − 1)/ξ) + floor: a characteristic length ξ.
+#
+# `kernel_width` prefers the model with the smaller weighted residual and says what the data
+# show (`Width.kind`): `characteristic` (the exponential wins and its width
+# **W = ξ ln 10**, the offset within which 90 % of the kernel above the floor lies, is well
+# inside the profiled range), `local` (the same with W of a few tokens), `scale-free` (no
+# length of its own: W is None) or `none`. The interval of W comes from the replicates.
+#
+# A width is only trustworthy if it follows a scale we know. `synth.block_sequences` makes
+# documents of latent blocks of length B (key blocks, and query blocks that copy the key B
+# tokens earlier); their MI is a function of r / B only and exactly zero from r = 2B on,
+# and `synth.block_exact_mi` gives it exactly. So any sensible W must grow in proportion
+# to B. We read W from the exact profile (`exact_curve`, every offset 1 … 1023) and from
+# sampled profiles (100 documents of 2048 tokens per B, log-spaced offsets).
+
+# %%
+exact_offsets = np.arange(1, 1024)
+sample_offsets = depstat.log_offsets(1024, 24)
+blocks = (4, 8, 16, 32, 64)
+block_rows, block_profiles = [], {}
+for B in blocks:
+    exact_B = kernel_width(fitted(exact_curve(exact_offsets, synth.block_exact_mi(B, exact_offsets))))
+    stream = synth.block_sequences(n_docs=100, doc_len=2048, block=B, seed=1)
+    block_profiles[B], skipped = depstat.mi_profile(stream, sample_offsets)
+    sampled_B = width(block_profiles[B], f"B={B}")
+    block_rows.append({"B": B, "kind (exact)": exact_B.kind, "W exact": exact_B.W, "W exact / B": exact_B.W / B,
+                       "kind (sampled)": sampled_B.kind, "W sampled": sampled_B.W, "low": sampled_B.ci_low,
+                       "high": sampled_B.ci_high, "W sampled / B": sampled_B.W / B})
+block_table = pl.DataFrame(block_rows)
+law = {col: np.polyfit(np.log(block_table["B"]), np.log(block_table[col]), 1) for col in ("W exact", "W sampled")}
+for col, (slope, intercept) in law.items():
+    print(f"{col}: log W = {slope:.3f} log B {intercept:+.3f}, i.e. W ≈ {np.exp(intercept):.2f} B^{slope:.2f}")
+block_table
+
+# %% [markdown]
+# W follows B: the slope of log W on log B is printed above for both readings, and W / B
+# stays nearly constant down each column. The constant itself differs between the exact and
+# the sampled profile. The fits weight each point by its standard error, and an exact
+# profile has none, so its points are weighted by a relative error floor
+# (`depstat.dependency.REL_SE_FLOOR` of the value) instead, which gives the near-zero tail
+# more say. What the check establishes is the proportionality; how a width maps to a
+# frequency is notebook 3's subject.
+#
+# The profiles against r / B, and the two fits on one sampled profile (`Width.fits`, each a
+# `DecayFit` with `.predict(r)`):
+
+# %%
+show = 16
+w_show = width(block_profiles[show], f"B={show}")
+fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.4))
+for k, B in enumerate(blocks):
+    t = block_profiles[B]
+    left.plot(t["offset"] / B, t["mi_bits"], ".-", color=f"C{k}", label=f"B = {B}, sampled")
+    left.plot(exact_offsets / B, synth.block_exact_mi(B, exact_offsets), "-", color=f"C{k}", lw=3, alpha=0.25)
+left.set(xscale="log", xlabel="r / B", ylabel="MI (bits)", title="block sequences (thick: exact)")
+left.set_yscale("symlog", linthresh=1e-2)
+left.legend(fontsize=8)
+t = block_profiles[show]
+right.errorbar(t["offset"], t["mi_bits"], yerr=t["se"], fmt="o", ms=3, color="k", label=f"B = {show}, sampled")
+r_grid = np.geomspace(1, 1024, 200)
+for name, fit in w_show.fits.items():
+    right.plot(r_grid, fit.predict(r_grid), label=f"{name} + floor" + (" (preferred)" if name == w_show.preferred_model else ""))
+right.axvspan(w_show.ci_low, w_show.ci_high, color="C3", alpha=0.15)
+right.axvline(w_show.W, color="C3", label=f"W = {w_show.W:.1f} ({w_show.kind})")
+right.set(xscale="log", xlabel="offset r (tokens)", ylabel="MI (bits)", title=f"fits to the B = {show} profile")
+right.set_yscale("symlog", linthresh=1e-2)
+right.legend(fontsize=8)
+for ax in (left, right):
+    ax.grid(alpha=0.3)
+plt.show()
+print(w_show.reason)
+
+# %%
+# W grows in proportion to the block length, read exactly and from samples.
+for col, (slope, _) in law.items():
+    assert abs(slope - 1) < 0.1, (col, slope)
+for col in ("W exact / B", "W sampled / B"):
+    assert block_table[col].max() / block_table[col].min() < 1.5, block_table
+assert set(block_table["kind (exact)"]) | set(block_table["kind (sampled)"]) <= {"characteristic", "local"}
+assert (block_table["low"] <= block_table["W sampled"]).all() and (block_table["W sampled"] <= block_table["high"]).all()
+
+# %% [markdown]
+# ## 4. A real corpus: the bundled Python documentation
 #
 # `depstat.profile` does the whole pipeline on a corpus path: read the documents,
 # tokenize at each granularity (here UTF-8 bytes and a byte-level BPE with 8k merges
@@ -311,35 +423,45 @@ for col, g in enumerate(prof.granularities):
     axes[1, col].grid(alpha=0.3)
 plt.show()
 
+# %%
+bpe = table.filter(pl.col("granularity") == "bpe-8k")
+groups = prof.replicates.filter(pl.col("granularity") == "bpe-8k")["group"].n_unique()
+print(f"{summary['corpus']['documents_read']} documents in {groups} jackknife groups "
+      f"({summary['interval']['method'].split(';')[0]})")
+print(f"bpe-8k noise floor: {bpe['noise_floor'].min():.2f} to {bpe['noise_floor'].max():.2f} bits; "
+      f"documents at the largest offset: {bpe['n_docs'][-1]} of {bpe['n_docs'][0]}")
+print(f"plug-in bpe-8k: {plug['mi_bits'].min():.2f} to {plug['mi_bits'].max():.2f} bits; its lowest point is at "
+      f"r = {plug['offset'][int(plug['mi_bits'].arg_min())]}, and it ends at {plug['mi_bits'][-1]:.2f} bits")
+
 # %% [markdown]
 # Reading the corpus profile:
 #
 # - **The shape.** At both granularities MI falls steeply over the first tens of tokens
 #   and then much more slowly, with information still measurable hundreds of tokens away:
-#   that slow tail is what notebook 2 tests for self-similarity and notebook 3 turns into
-#   a width W.
-# - **The interval is wide.** 79 documents make 20 jackknife blocks of about four
-#   documents each, and the documents differ a lot (grammar tables, prose, code samples),
-#   so leaving one block out moves the estimate; the bpe-8k interval is about ±0.5 bits at
-#   every offset. It is the honest uncertainty for *text like this*, not just counting
-#   noise; more documents narrow it.
+#   that slow tail is what notebook 2 compares across granularities and what notebook 3
+#   reads as a kernel (section 3's fits).
+# - **The interval is wide** at bpe-8k (its noise floor is printed above). A corpus of a
+#   few dozen documents makes jackknife groups of a few documents each, and the documents
+#   differ a lot (grammar tables, prose, code samples), so leaving one group out moves the
+#   estimate. It is the honest uncertainty for *text like this*, not just counting noise;
+#   more documents narrow it.
 # - **Where it becomes indistinguishable from zero** is reported per granularity
-#   (`first_offset_indistinguishable_from_zero` above; none for bytes, whose 466k tokens
-#   resolve every offset); past it the points are open circles, and the shaded band, on a
+#   (`first_offset_indistinguishable_from_zero` in the first table; null where every
+#   offset is resolved); past it the points are open circles, and the shaded band, on a
 #   log axis, is cut at 10⁻³ where the interval reaches zero. That is a statement about
 #   this sample, not about where the dependence ends.
 # - **The number of documents falls** at long offsets (lower panels): an offset of 2048
 #   tokens only exists inside the longest documents, so the far tail describes those few
-#   documents (a selection effect; the drop of the byte profile beyond 1000 may be one).
-#   Read `n_docs` next to `mi_bits`.
-# - **Plug-in** (grey) sits at about 3.4 bits at every offset and *rises* at the longest
-#   ones — fewer pairs, more bias. Nothing in the text does that; with a large vocabulary
-#   and little data the plug-in profile is almost entirely bias.
+#   documents (a selection effect). Read `n_docs` next to `mi_bits`; `depstat.dependency`
+#   leaves out the offsets that rest on few documents.
+# - **Plug-in** (grey) sits far above the default's interval at every offset and comes
+#   back up at the longest ones (printed above): fewer pairs, more bias. With a large
+#   vocabulary and little data the plug-in profile is almost entirely bias.
 #
 # The command line prints the same table: `depstat profile examples/python-docs.jsonl.gz -g bytes -g bpe-8k`.
 
 # %%
-bpe = table.filter(pl.col("granularity") == "bpe-8k")
 assert bpe["significant"][0] and not bpe["significant"][-1]
-assert bpe["n_docs"][0] == 79 and bpe["n_docs"][-1] < 79
+assert bpe["n_docs"][0] == summary["corpus"]["documents_read"] > bpe["n_docs"][-1]
 assert (plug["mi_bits"] > bpe["ci_high"]).all()  # plug-in lies above the default's interval everywhere
+assert plug["mi_bits"][-1] > plug["mi_bits"].min()  # and comes back up at the longest offsets

@@ -14,18 +14,26 @@
 # ---
 
 # %% [markdown]
-# # 3 · From the kernel width W to a RoPE base and a PI decision
+# # 3 · From the kernel width W to a RoPE base and an extension method
 #
-# The last step turns a profile into configuration: the dependency kernel of the model's
-# granularity gives a width W; the rule θ* = c / W gives the frequency RoPE should
-# resolve; a base places that frequency on the grid; and the self-similarity verdict
-# (notebook 2) decides how to extend the context — position interpolation (PI) or YaRN.
+# The last step turns a profile into configuration:
+#
+# 1. the kernel of the model's granularity says whether the dependencies have a length of
+#    their own, and if so its width **W** (notebook 1);
+# 2. W gives the frequency RoPE should resolve, **θ\* = c / W** (paper A); a kernel without
+#    a length of its own falls back on the training length instead;
+# 3. θ\* gives a **base** that puts it inside the grid, which is then held against Men et
+#    al.'s lower bound for the length the model attends over; the larger of the two is
+#    `rope_theta`, and the other common rules are listed beside it;
+# 4. the self-similarity verdict (notebook 2) decides how to extend the context: position
+#    interpolation (**PI**) or **YaRN**.
+#
 # We do it step by step with the public functions, for the bundled natural text and for
-# generated arithmetic, then check that `depstat.analysis` gives the same in one call.
+# generated arithmetic, then check that `depstat.analyze` gives the same in one call.
 #
-# Settings throughout: head dimension d = 128, training length L = 1024, target length
-# 4096. L is 1024 rather than the CLI's default 2048 because the bundled documents are
-# short: at an offset of 2048 BPE tokens only 13 of the 79 documents still contribute.
+# Settings throughout: head dimension d = 128, training length L_train = 1024, target
+# length 4096. L_train is 1024 rather than the CLI's default 2048 because the bundled
+# documents are short (how many still reach an offset of 2048 BPE tokens is printed below).
 # Runs in well under a minute on a CPU.
 
 # %%
@@ -39,20 +47,20 @@ import polars as pl
 
 import depstat
 from depstat import synth
-from depstat.analysis import Settings, analyze, attach
-from depstat.dependency import kernel, kernel_width, shrink
+from depstat.dependency import curve, fitted, kernel_width
 from depstat.recommend import base_for, frequencies, men_lower_bound, recommend
 from depstat.report import build_report
-from depstat.selfsim import self_similarity
+from depstat.selfsim import VERDICTS, distinct, self_similarity
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "python-docs.jsonl.gz").is_file())
 CORPUS = ROOT / "examples" / "python-docs.jsonl.gz"
 LADDER = ["bytes", "bpe-1k", "bpe-8k", "words"]
 HEAD_DIM, L_TRAIN, L_TARGET = 128, 1024, 4096
-MODEL_GRANULARITY = "bpe-8k"  # the granularity closest to a model tokenizer in this ladder
+C, MARGIN = np.pi, 2.0  # theta* = c / W, and the slowest band at theta* / margin (depstat's defaults)
 pl.Config.set_tbl_rows(40)
 pl.Config.set_tbl_cols(12)
 pl.Config.set_float_precision(3)
+pl.Config.set_tbl_width_chars(160)
 
 workdir = tempfile.TemporaryDirectory()
 arithmetic_path = synth.arithmetic_jsonl(Path(workdir.name) / "arithmetic.jsonl", n_docs=100, seed=1)
@@ -60,124 +68,178 @@ profiles = {
     "natural text": depstat.profile(str(CORPUS), granularities=LADDER, max_offset=2048),
     "arithmetic": depstat.profile(str(arithmetic_path), granularities=LADDER, max_offset=2048),
 }
-
-
-def columns(prof: depstat.Profile, granularity: str) -> tuple[np.ndarray, ...]:
-    """offset, mi_bits, se, significant of one granularity, sorted by offset."""
-    rows = prof.to_polars().filter(pl.col("granularity") == granularity).sort("offset")
-    return tuple(rows[c].to_numpy() for c in ("offset", "mi_bits", "se", "significant"))
-
+bpe = profiles["natural text"].to_polars().filter(pl.col("granularity") == "bpe-8k")
+print(f"natural text at bpe-8k: {bpe['n_docs'][-1]} of {bpe['n_docs'][0]} documents reach r = {bpe['offset'][-1]}")
 
 # %% [markdown]
-# ## 1. The dependency kernel and its width
+# ## 1. The kernel and its width
 #
-# `depstat.dependency` builds the kernel K(r) over the offsets a model of training length
-# L sees, 1 ≤ r < L:
-#
-# 1. each MI estimate is **shrunk** towards zero by one standard error, max(I − se, 0), so
-#    that noise at hundreds of long offsets does not add up to fake mass (`shrink`);
-# 2. the shrunken values are interpolated linearly in log r to every integer offset and
-#    normalised to unit mass (`kernel`);
-# 3. **W** is a width of that kernel — by default `q90`, the offset below which 90 % of the
-#    mass lies (`kernel_width`), with an interval from redrawing every point from
-#    Normal(MI, se).
-#
-# For the natural text at bpe-8k:
+# The advice is read at the granularity the model will use. For the natural text that is
+# bpe-8k, the one closest to a model tokenizer in this ladder; for the arithmetic we take a
+# byte-level model (like the small models of section 7), reading its kernel at bytes.
+# `kernel_width` fits a power law and an exponential, each with a floor, and says what the
+# profile shows (notebook 1, section 3):
 
 # %%
-o, mi, se, sig = columns(profiles["natural text"], MODEL_GRANULARITY)
-shrunk = shrink(mi, se)
-r, K = kernel(o, shrunk, L_TRAIN)
-widths = {d: kernel_width(o, mi, se, sig, L_TRAIN, definition=d) for d in ("q90", "q50", "mean", "reach")}
-W = widths["q90"]
+MODEL = {"natural text": "bpe-8k", "arithmetic": "bytes"}
+fits, widths = {}, {}
+for corpus, g in MODEL.items():
+    prof = profiles[corpus]
+    fits[corpus] = fitted(curve(prof.table, g, prof.granularities[g]["bytes_per_token"]))
+    widths[corpus] = kernel_width(fits[corpus])
+    w = widths[corpus]
+    print(f"{corpus} at {g}: {w.kind}; W = {w.W and round(w.W, 1)} tokens "
+          f"[{w.ci_low and round(w.ci_low, 1)}, {w.ci_high and round(w.ci_high, 1)}]; alpha = {w.alpha:.2f}; "
+          f"floor {w.floor:.3f} bits\n   {w.reason}")
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.3))
-left.plot(o, mi, "o-", ms=3, label="MI estimate")
-left.plot(o, shrunk, "s-", ms=3, label="shrunk: max(MI − se, 0)")
-left.axvline(L_TRAIN, color="k", ls=":", label="L_train")
-left.set(xscale="log", xlabel="offset r (tokens)", ylabel="bits", title=f"natural text, {MODEL_GRANULARITY}")
-left.legend(fontsize=8)
-left.grid(alpha=0.3)
-right.plot(r, K / K.max(), label="K(r), scaled to max 1")
-right.plot(r, np.cumsum(K), label="cumulative mass")
-for name, style in (("q50", "--"), ("q90", "-")):
-    right.axvline(widths[name].W, color="C3", ls=style, label=f"W {name} = {widths[name].W:.0f}")
-right.axvspan(W.ci_low, W.ci_high, color="C3", alpha=0.1, label="q90 interval")
-right.set(xlabel="offset r (tokens, linear)", title="kernel over 1 ≤ r < L")
-right.legend(fontsize=8)
-right.grid(alpha=0.3)
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
+for ax, (corpus, f) in zip(axes, fits.items()):
+    c, w = f.curve, widths[corpus]
+    r = np.geomspace(1, c.r_max, 200)
+    ax.errorbar(c.offsets, c.mi, yerr=c.se, fmt="o", ms=3, color="k", label=f"{c.name} profile")
+    for name, fit in w.fits.items():
+        ax.plot(r, fit.predict(r), label=f"{name} + floor" + (" (preferred)" if name == w.preferred_model else ""))
+    ax.axhline(w.floor, color="grey", ls="--", label=f"floor {w.floor:.3f} bits")
+    if w.W is not None:
+        ax.axvspan(w.ci_low, w.ci_high, color="C3", alpha=0.15)
+        ax.axvline(w.W, color="C3", label=f"W = {w.W:.1f}")
+    ax.axvline(L_TRAIN, color="k", ls=":", label="L_train")
+    ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="MI (bits)", title=f"{corpus}: {w.kind}")
+    ax.set_ylim(bottom=max(1e-4, 0.3 * c.mi[c.mi > 0].min()))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
 plt.show()
 
-pl.DataFrame([{"width": d, "W": w.W, "low": w.ci_low, "high": w.ci_high, "W / L": w.W / L_TRAIN}
-              for d, w in widths.items()])
-
 # %% [markdown]
-# Two things to see. First, the kernel lives on a **linear** offset axis: every integer
-# r < L gets its own share, so a profile that decays slowly (here the kernel density
-# falls by only a factor of three to four between r = 100 and r = 1000) puts most of its
-# mass at *large* offsets simply because there are many of them. For text,
-# whose profile has no cutoff, W is therefore a large fraction of L — it says "the
-# information reaches as far as the window lets it", not "it stops at W". Second, the
-# interval is wide: the bpe-8k profile of 79 documents is noisy (notebook 1), and the
-# redraws move W by hundreds of tokens.
+# The two cases the rule has to handle. The arithmetic byte kernel decays exponentially and
+# has a width W of its own, well inside the profiled range. The natural text is better
+# described by a power law: no length of its own up to the end of the profile, so W is
+# None — there is no width to read, not a width equal to the window.
 #
-# For the arithmetic data the picture depends strongly on the granularity:
+# ## 2. From the kernel to θ\*
+#
+# RoPE rotates band m of a head of dimension d at θ_m = b^(−2m/d), m = 0 … d/2 − 1. Paper A:
+# the best frequency for dependencies of width W is **θ\* = c / W**, with c = π in theory
+# (3.02 fitted there) — the highest frequency whose half-turn still covers W. For a kernel
+# without a length of its own, depstat works from the training length: trained models in
+# paper B settle on a dominant band of wavelength 2.2 L_train, so **θ\* = 2π / (2.2 L_train)**.
 
 # %%
+def theta_star_of(w: depstat.dependency.Width, c: float = C) -> tuple[float, str]:
+    """θ* by the rule above, and which branch gave it."""
+    if w.kind in ("characteristic", "local"):
+        return c / w.W, f"c / W = π / {w.W:.1f}"
+    return 2 * np.pi / (2.2 * L_TRAIN), f"2π / (2.2 × {L_TRAIN})"
+
+
+theta_star = {}
+for corpus, w in widths.items():
+    theta_star[corpus], how = theta_star_of(w)
+    print(f"{corpus}: θ* = {how} = {theta_star[corpus]:.4g} rad/token "
+          f"(wavelength {2 * np.pi / theta_star[corpus]:.0f} tokens, {L_TRAIN * theta_star[corpus] / (2 * np.pi):.1f} "
+          f"turns within L_train)")
+
+# %% [markdown]
+# ## 3. From θ\* to a base
+#
+# depstat picks the base whose *slowest* band sits a factor `margin` (default 2) below θ\*,
+#
+#     b_A = (margin / θ*)^(d / (d − 2))      (recommend.base_for),
+#
+# so that θ\* lies inside the grid with room for dependencies up to margin × W. That is a
+# requirement of the data. A second requirement comes from the length the model attends
+# over: Men et al. (2024) show that below some base the model cannot tell near from far
+# tokens over that length, and compute the smallest base with Σ_m cos(r θ_m) ≥ 0 for every
+# r up to it (`men_lower_bound`). depstat takes it for the training length — PI and YaRN
+# keep the slow bands' positions within L_train at the target length — and lists the bound
+# for the target length beside it, for training at the target directly. `rope_theta` is the
+# larger of the two lower bounds.
+
+# %%
+men = men_lower_bound(HEAD_DIM, L_TRAIN)
 rows = []
-for corpus, prof in profiles.items():
-    for g, facts in prof.granularities.items():
-        w = kernel_width(*columns(prof, g), L_TRAIN)
-        rows.append({"corpus": corpus, "granularity": g, "W (tokens)": w.W, "low": w.ci_low, "high": w.ci_high,
-                     "W (bytes)": w.W * facts["bytes_per_token"]})
-width_table = pl.DataFrame(rows)
-width_table
+for corpus, ts in theta_star.items():
+    b_a = base_for(ts, HEAD_DIM, MARGIN)
+    slowest = frequencies(b_a, HEAD_DIM)[-1]
+    assert np.isclose(slowest, ts / MARGIN, rtol=1e-9)  # the slowest band is θ*/margin, by construction
+    rows.append({"corpus": corpus, "θ*": ts, "b_A": b_a, f"Men bound ({L_TRAIN})": men,
+                 "rope_theta": max(b_a, men), "set by": "data (b_A)" if b_a >= men else "Men et al."})
+bases = pl.DataFrame(rows)
+bases
 
 # %% [markdown]
-# Natural text gets W close to L at every granularity. Arithmetic's W depends strongly
-# on the granularity: tens of tokens at bytes and bpe-1k (one problem line), but hundreds
-# at bpe-8k and words, where the problem layout repeats at fixed distances and the profile
-# rises again (notebook 2), so the kernel keeps mass out to L (table above).
-# W is only as good as the profile it is read from, and it must be read at the
-# granularity the model will use — `Settings(granularity=...)`, or `--tokenizer` with
-# your own tokenizer on the command line.
-#
-# ## 2. From W to θ* and a base
-#
-# RoPE rotates band m of a head of dimension d at θ_m = b^(−2m/d), m = 0 … d/2 − 1. The
-# rule from paper A: the best frequency for dependencies of width W is **θ* = c / W**,
-# with c = π in theory (3.02 fitted there) — the highest frequency whose half-turn still
-# covers W. depstat then picks the base whose *slowest* band sits a factor `margin`
-# (default 2) below θ*:
-#
-#     b = (margin / θ*)^(d / (d − 2)),
-#
-# so that θ* lies inside the grid with room for dependencies up to margin × W.
+# Both b_A values are below Men et al.'s bound for L_train here (table above), so the
+# bound sets `rope_theta`. How the two requirements move with the lengths: b_A depends on
+# θ\* (so on W, or on L_train for a kernel without a length of its own), the bound on the
+# attended length. Men et al.'s bound next to their published fit 0.0424 L^1.628, and the
+# b_A of both cases at this L_train:
 
 # %%
-c, margin = np.pi, 2.0
-theta_star = c / W.W
-base = base_for(theta_star, HEAD_DIM, margin)
-theta = frequencies(base, HEAD_DIM)
-print(f"W = {W.W:.0f} tokens -> theta* = pi/W = {theta_star:.3g} rad/token "
-      f"(wavelength 2W = {2 * np.pi / theta_star:.0f})")
-print(f"base = (2 / theta*)^(128/126) = {base:.4g}; slowest band: theta = {theta[-1]:.3g}, "
-      f"wavelength {2 * np.pi / theta[-1]:.0f} tokens = {2 * np.pi / theta[-1] / L_TRAIN:.1f} L")
-assert np.isclose(theta[-1], theta_star / margin, rtol=1e-9)
+pl.DataFrame([
+    {"attended length": n, "Men bound (computed)": men_lower_bound(HEAD_DIM, n), "Men fit": 0.0424 * n ** 1.628,
+     **{f"b_A, {corpus}": base_for(theta_star_of(w)[0], HEAD_DIM, MARGIN) for corpus, w in widths.items()}}
+    for n in (256, 1024, L_TARGET, 16384)
+])
 
 # %% [markdown]
-# The habits it is compared with: b = 10,000 (the original RoPE), b = L_train, and the
-# lower bound of Men et al. (2024) — the smallest base for which Σ_m cos(r θ_m) ≥ 0 at
-# every r up to the context length, computed here from that definition for the *target*
-# length. Each grid as band wavelengths 2π/θ_m, against θ*'s wavelength 2W and L:
+# `recommend` does steps 2 and 3 (and the extension, section 5) for a width and a verdict.
+# The verdict comes from notebook 2's test; here it is again in brief, for each corpus at
+# its model granularity:
 
 # %%
-men = men_lower_bound(HEAD_DIM, L_TARGET)
-grids = {"recommended": base, "b = L_train": float(L_TRAIN), "b = 10,000": 1e4, f"Men et al. bound ({L_TARGET})": men}
-fig, ax = plt.subplots(figsize=(8, 4.5))
-for name, b in grids.items():
+verdicts = {}
+for corpus, g in MODEL.items():
+    prof = profiles[corpus]
+    names, duplicates = distinct(prof.table)
+    above = {n: fitted(curve(prof.table, n, prof.granularities[n]["bytes_per_token"])).excess() for n in names}
+    verdicts[corpus] = self_similarity(above, g, widths[corpus], L_TARGET, L_TARGET / L_TRAIN, duplicates=duplicates)
+    print(f"{corpus} (model granularity {g}): {verdicts[corpus].verdict}\n   {verdicts[corpus].reasons[0]}")
+
+recs = {corpus: recommend(widths[corpus], verdicts[corpus].verdict, HEAD_DIM, L_TRAIN, L_TARGET, c=C, margin=MARGIN)
+        for corpus in MODEL}
+for corpus, rec in recs.items():
+    print(f"\n== {corpus}: rope_theta = {rec.rope_theta:.4g} (set by {rec.bound}); θ* = {rec.theta_star:.4g} "
+          f"from {rec.theta_star_from}")
+    for reason in rec.reasons:
+        print("   -", reason)
+
+# %% [markdown]
+# ## 4. The recommendation beside the other rules
+#
+# Where θ\* falls on the grid of every common base (`Recommendation.recommended` and
+# `.alternatives`, each a `Grid`): the band nearest θ\*, how many bands turn more slowly
+# than θ\* (`bands_slower`: positional resolution spent on distances beyond what the data
+# need), whether θ\* lies inside the grid at all, and the slowest band's wavelength. The
+# arithmetic case, whose θ\* comes from its W:
+
+# %%
+def grid_table(rec) -> pl.DataFrame:
+    return pl.DataFrame([vars(g) for g in (rec.recommended, *rec.alternatives)])
+
+
+grid_table(recs["arithmetic"])
+
+# %% [markdown]
+# and the natural text, whose θ\* comes from L_train:
+
+# %%
+grid_table(recs["natural text"]).select("rule", "base", "theta_star_band", "bands_slower", "theta_star_inside")
+
+# %% [markdown]
+# θ\* lies inside every grid here (`theta_star_inside`); the rules differ in how many
+# bands they leave slower than it. The larger the base, the more of them. The same grids as
+# band wavelengths 2π/θ_m, against each corpus's θ\* wavelength and L_train:
+
+# %%
+fig, ax = plt.subplots(figsize=(8.5, 4.8))
+shown = {**{f"rope_theta, {corpus}": rec.rope_theta for corpus, rec in recs.items()},
+         "b = 10,000": 1e4, "b = L_train": float(L_TRAIN),
+         **{f"b_A, {corpus}": base_for(ts, HEAD_DIM, MARGIN) for corpus, ts in theta_star.items()}}
+for name, b in shown.items():
     ax.plot(2 * np.pi / frequencies(b, HEAD_DIM), ".-", ms=3, label=f"{name}: b = {b:.3g}")
-ax.axhline(2 * W.W, color="C3", ls="--", label=f"θ* wavelength 2W = {2 * W.W:.0f}")
+for k, (corpus, ts) in enumerate(theta_star.items()):
+    ax.axhline(2 * np.pi / ts, color=f"C{k + 5}", ls="--", label=f"θ* wavelength, {corpus} ({2 * np.pi / ts:.0f})")
 ax.axhline(L_TRAIN, color="k", ls=":", label="L_train")
 ax.set(yscale="log", xlabel="band m", ylabel="wavelength 2π/θ_m (tokens)", title=f"RoPE grids, d = {HEAD_DIM}")
 ax.grid(alpha=0.3)
@@ -185,105 +247,120 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# `recommend` puts this together for a measured width and a verdict, and reports where
-# θ* falls on each grid (`grid_comparison`). θ* lies inside all four grids; the difference
-# is how many bands turn more slowly than θ* (`bands_slower_than_theta_star`) — bands
-# that spend positional resolution on distances beyond the measured dependencies. The
-# larger the base, the more of them; the recommended grid ends a factor `margin` past θ*.
+# How much of this is measurement and how much is choice? b_A moves with W's interval (for
+# a kernel with a length of its own), with c and with the margin; `rope_theta` moves only
+# where b_A exceeds the bound. For the arithmetic case:
 
 # %%
-verdicts = {cname: self_similarity(p.to_polars(), {g: f["bytes_per_token"] for g, f in p.granularities.items()}).verdict
-            for cname, p in profiles.items()}
-rec = recommend(W, verdicts["natural text"], HEAD_DIM, L_TRAIN, L_TARGET, MODEL_GRANULARITY, c=c, margin=margin)
-pl.DataFrame([{"grid": k, **v} for k, v in rec.grid_comparison.items()])
+rec = recs["arithmetic"]
+low, high = rec.rope_theta_interval
+print(f"rope_theta over W's interval {widths['arithmetic'].ci_low:.1f}-{widths['arithmetic'].ci_high:.1f}: "
+      f"{low:.4g} to {high:.4g}")
+sensitivity = pl.DataFrame([
+    {"c": cc, "margin": mm, "b_A": (r := recommend(widths["arithmetic"], verdicts["arithmetic"].verdict, HEAD_DIM,
+                                                     L_TRAIN, L_TARGET, c=cc, margin=mm)).base_from_data,
+     "rope_theta": r.rope_theta, "set by": r.bound}
+    for cc in (np.pi, 3.02) for mm in (1.0, 2.0, 4.0)
+])
+sensitivity
 
 # %% [markdown]
-# How much of this is measurement and how much is choice? The base moves with W's
-# interval, with c, and with the margin:
-
-# %%
-print(f"base range from W's interval {W.ci_low:.0f}-{W.ci_high:.0f}: "
-      f"{rec.rope_theta_interval[0]:.3g} to {rec.rope_theta_interval[1]:.3g}")
-pl.DataFrame([{"c": cc, "margin": mm, "base": base_for(cc / W.W, HEAD_DIM, mm)}
-              for cc in (np.pi, 3.02) for mm in (1.0, 2.0, 4.0)])
-
-# %% [markdown]
-# The base is roughly proportional to W × margin / c, so the margin of 2 moves it by a
-# factor of 2 — as much as the measurement does. That margin is a choice, not yet a
-# measurement; c = π is the theoretical value. Both are what the validation experiment
-# below is meant to pin down. Note too that every base here is far below Men et al.'s
-# bound for 4096 tokens and below 10,000: for data like this, depstat's rule asks for a
-# base of the order of L_train (in line with Oka et al.), and `recommend` says so in its
-# reasons when the base falls below the bound.
+# b_A is roughly proportional to margin / c × W, so the margin moves it by as much as the
+# factors shown; c = π is the theoretical value. Here the bound sets `rope_theta` in every
+# row (column `set by`): for a width of tens of tokens the data's requirement is far from
+# binding. Both knobs are what the validation experiments (section 7) are meant to pin
+# down.
 #
-# ## 3. Extending the context: PI or YaRN
+# ## 5. Extending the context: PI or YaRN
 #
 # Going from L_train = 1024 to 4096 is a factor s = 4. PI divides every frequency by s,
 # which keeps the *shape* of the dependencies only if they dilate with the context —
 # self-similar data. Otherwise PI blurs the fast bands the data need locally, and depstat
-# advises YaRN (fast bands, with more than β_fast = 32 turns within L_train, kept; bands
-# with less than one turn interpolated like PI; a ramp in between) or training at the
-# longer length. For both corpora, at the same settings:
+# advises YaRN: bands with more than β_fast turns within L_train are kept, bands with fewer
+# than β_slow turns are interpolated like PI, with a ramp between (or train at the longer
+# length). The verdicts of section 3 give:
 
 # %%
-recs = {}
-for corpus, prof in profiles.items():
-    w = kernel_width(*columns(prof, MODEL_GRANULARITY), L_TRAIN)
-    recs[corpus] = recommend(w, verdicts[corpus], HEAD_DIM, L_TRAIN, L_TARGET, MODEL_GRANULARITY)
-    rr = recs[corpus]
-    print(f"== {corpus}: verdict {verdicts[corpus]}; W = {w.W:.0f}; rope_theta = {rr.rope_theta:.4g}; "
-          f"extension: {rr.extension['method']}")
-    for reason in rr.reasons:
-        print("   -", reason)
+for corpus, rec in recs.items():
+    e = rec.extension
+    print(f"{corpus}: verdict {verdicts[corpus].verdict} -> {e.method}\n   {e.why}")
 
 # %% [markdown]
-# Read at bpe-8k, the two corpora end up with **similar bases** (arithmetic's width there
-# is inflated by the repeating layout, as seen above) and **different extensions**: PI for
-# the self-similar text, YaRN for the arithmetic. With W near L for both, the θ* band makes
-# less than one turn within L_train, so YaRN interpolates it just as PI would; what YaRN
-# protects are the fast bands that resolve the short, exact dependencies inside one
-# problem line.
-#
-# The Hugging Face config snippets, in the older `rope_theta` + `rope_scaling` form and in
-# the newer `rope_parameters` form:
+# The method follows the verdict and nothing else; the YaRN parameters follow the kernel.
+# `recommend` takes the verdict as an argument, so the rule can be shown for every verdict
+# with the same widths:
 
 # %%
-for corpus, rr in recs.items():
-    print(f"# {corpus}")
-    print(json.dumps(rr.hf_config, indent=2))
+pl.DataFrame([
+    {"corpus": corpus, "verdict": v, **{k: getattr(e, k) for k in ("method", "factor", "beta_fast", "beta_slow",
+                                                                   "attention_factor", "bands_kept",
+                                                                   "bands_interpolated")}}
+    for corpus, w in widths.items() for v in VERDICTS
+    for e in [recommend(w, v, HEAD_DIM, L_TRAIN, L_TARGET, c=C, margin=MARGIN).extension]
+])
 
 # %% [markdown]
-# ## 4. The same in one call
+# β_fast is YaRN's 32 for the natural text. For the arithmetic it is lowered below the
+# number of turns θ\*'s band makes within L_train (section 2), so that the band the data's
+# width calls for is kept unscaled.
 #
-# `depstat.analysis.attach` runs all of the above on a `Profile` (W per granularity,
-# decay fits, self-similarity, recommendation) and stores it in `profile.analysis`, which
-# `Profile.save` writes into `summary.json` and `depstat.report.build_report` turns into
-# an HTML and a Markdown report. The CLI equivalent:
-# `depstat profile examples/python-docs.jsonl.gz --max-offset 2048 -g bytes -g bpe-1k -g bpe-8k -g words`
-# followed by `depstat recommend out/example --head-dim 128 --train-length 1024 --target-length 4096`.
+# The Hugging Face config snippets: `rope_parameters` is the transformers ≥ 5 form
+# (`rope_theta` inside `rope_parameters`), `legacy_config` the 4.x form with `rope_theta`
+# and `rope_scaling`. YaRN, as recommended for the natural text, and PI, as it would be for
+# the same kernel called self-similar:
 
 # %%
-settings = Settings(head_dim=HEAD_DIM, train_length=L_TRAIN, target_length=L_TARGET, granularity=MODEL_GRANULARITY)
-analysed = {corpus: attach(prof, settings) for corpus, prof in profiles.items()}
-for corpus, prof in analysed.items():
-    a = prof.analysis["recommendation"]
-    print(f"{corpus}: verdict {prof.analysis['self_similarity']['verdict']}, rope_theta {a['rope_theta']:.4g}, "
-          f"rope_scaling {a['rope_scaling']}")
-paths = build_report(analysed["natural text"], Path(workdir.name) / "report")
+pi_case = recommend(widths["natural text"], "self-similar", HEAD_DIM, L_TRAIN, L_TARGET, c=C, margin=MARGIN)
+for label, rec in (("natural text, as recommended", recs["natural text"]), ("the same kernel if self-similar", pi_case)):
+    print(f"# {label}: {rec.extension.method}")
+    print(json.dumps(rec.rope_parameters, indent=2))
+    print(json.dumps(rec.legacy_config, indent=2))
+
+# %% [markdown]
+# ## 6. The same in one call
+#
+# `depstat.analyze` runs all of the above on a `Profile` — the kernel of every distinct
+# granularity, the self-similarity verdict at the model granularity, the recommendation —
+# and returns a frozen `Analysis`; the profile is not changed. `Profile.save(out, analysis)`
+# writes profile.parquet, replicates.parquet and summary.json with the analysis in it, and
+# `depstat.report.build_report` turns a profile and its analysis into an HTML and a Markdown
+# report. The CLI equivalent:
+# `depstat recommend examples/python-docs.jsonl.gz -g bytes -g bpe-1k -g bpe-8k -g words --max-offset 2048 --head-dim 128 --train-length 1024 --target-length 4096 --model-granularity bpe-8k`.
+
+# %%
+analyses = {corpus: depstat.analyze(profiles[corpus], depstat.Settings(
+    head_dim=HEAD_DIM, train_length=L_TRAIN, target_length=L_TARGET, granularity=g, c=C, margin=MARGIN))
+    for corpus, g in MODEL.items()}
+for corpus, a in analyses.items():
+    r = a.recommendation
+    print(f"{corpus} at {a.granularity}: {a.self_similarity.verdict}; rope_theta {r.rope_theta:.4g}; "
+          f"{r.extension.method}; rope_parameters {r.rope_parameters['rope_parameters']}")
+analyses["natural text"].width_table
+
+# %%
+saved = profiles["natural text"].save(Path(workdir.name) / "natural", analyses["natural text"])
+reloaded = depstat.Profile.load(saved)
+again = depstat.analyze(reloaded, analyses["natural text"].settings)
+summary = json.loads((saved / "summary.json").read_text())
+print(sorted(p.name for p in saved.iterdir()))
+print(f"summary.json sections: {sorted(summary)}")
+print(f"re-analysed after loading: rope_theta {again.recommendation.rope_theta:.4g}, "
+      f"verdict {again.self_similarity.verdict}")
+paths = build_report(profiles["natural text"], analyses["natural text"], Path(workdir.name) / "report")
 print({kind: f"{path.name} ({path.stat().st_size // 1024} KB)" for kind, path in paths.items()})
 
 # %% [markdown]
-# ## 5. Checking the advice: a quick validation experiment
+# ## 7. Checking the advice: a quick validation experiment
 #
-# The advice above rests on two rules — θ* = c / W and "PI for self-similar data, YaRN
-# otherwise" — and on a margin that is a choice. `depstat validate` checks them by
-# training small RoPE transformers (torch, the `validate` extra). Here is the quickest of
-# its four experiments, `base-sweep` in `quick` mode: depstat profiles the first 20
-# documents of the bundled corpus at the model's granularity (bytes), recommends a base for
-# the model (head dimension 32, L_train = 256), and a byte-level model is trained for a few
-# steps with that base and with the habits (b = 10,000, b = L_train, one base far lower,
-# one far higher), two seeds each, at equal compute. A few seconds on a CPU; at this size
-# the differences are mostly noise — the full run and its reading are in
+# The advice above rests on rules — θ\* = c / W, the fallback on L_train, "PI for
+# self-similar data, YaRN otherwise" — and on a margin that is a choice. `depstat validate`
+# checks them by training small RoPE transformers (torch, the `validate` extra). Here is
+# the quickest of its experiments, `base-sweep` in `quick` mode: depstat profiles a few
+# documents of the bundled corpus at the model's granularity (bytes) and recommends a base
+# for the model, and a byte-level model is trained for a few steps with that base and with
+# the habits (b = 10,000, b = L_train, one base far lower, one far higher), two seeds each,
+# at equal compute. Its own settings and advice are printed. A few seconds on a CPU; at
+# this size the differences are mostly noise — the full run and its reading are in
 # `docs/validation.md` (`depstat validate base-sweep --out DIR`). Without torch installed
 # (`pip install torch==2.13.0 && pip install -e '.[validate]'`) this section is skipped.
 
@@ -295,10 +372,13 @@ from depstat import validate
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
     sweep = validate.run("base-sweep", Path(workdir.name) / "base-sweep", quick=True, threads=1)
+    advice = sweep["advice"]
+    print(f"settings: {sweep['settings']}")
+    print(f"advice: {advice['verdict']}; W kind {advice['W']['kind']}; rope_theta {advice['rope_theta']:.4g}")
     print(validate.summary(sweep))
     print(pl.DataFrame([{"name": name, **p} for name, p in sweep["per_base"].items()]).sort("base"))
 else:
-    print(f"torch is not installed: section 5 skipped ({validate.INSTALL_HINT})")
+    print(f"torch is not installed: section 7 skipped ({validate.INSTALL_HINT})")
 
 # %%
 if HAVE_TORCH:
@@ -306,25 +386,41 @@ if HAVE_TORCH:
     for name, p in sorted(sweep["per_base"].items(), key=lambda kv: kv[1]["base"]):
         ax.errorbar(p["base"], p["mean"], yerr=p["std"], fmt="o", capsize=4, label=f"{name} (b = {p['base']:.3g})")
     ax.set(xscale="log", xlabel="RoPE base b", ylabel="validation loss (nats/byte)",
-           title="quick base sweep (20 steps, 2 seeds)")
+           title=f"quick base sweep ({sweep['settings']['steps']} steps, {sweep['settings']['seeds']} seeds)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     plt.show()
 
 # %%
 # Checks that keep this notebook honest when the analysis changes (CI runs it).
-natural, arithmetic = recs["natural text"], recs["arithmetic"]
-assert verdicts == {"natural text": "self-similar", "arithmetic": "not self-similar"}, verdicts
-assert natural.extension["method"] == "pi" and natural.rope_scaling == {"rope_type": "linear", "factor": 4.0}
-assert arithmetic.extension["method"] == "yarn" and arithmetic.rope_scaling["rope_type"] == "yarn"
-assert np.isclose(natural.rope_theta, base) and natural.grid_comparison["recommended"]["theta_star_inside_grid"]
-assert natural.rope_theta_interval[0] <= natural.rope_theta <= natural.rope_theta_interval[1]
-assert 0.5 * L_TRAIN < W.W < L_TRAIN
-arithmetic_bytes = width_table.filter((pl.col("corpus") == "arithmetic") & (pl.col("granularity") == "bytes"))
-assert arithmetic_bytes["W (tokens)"].item() < 0.6 * L_TRAIN
-for corpus, prof in analysed.items():
-    assert np.isclose(prof.analysis["recommendation"]["rope_theta"], recs[corpus].rope_theta)
-assert analyze(profiles["natural text"], settings)["self_similarity"]["verdict"] == "self-similar"
+for corpus, rec in recs.items():
+    w = widths[corpus]
+    assert np.isclose(rec.theta_star, theta_star[corpus])  # section 2 by hand = recommend
+    assert np.isclose(rec.base_from_data, base_for(theta_star[corpus], HEAD_DIM, MARGIN))
+    assert rec.attended_length == L_TRAIN and np.isclose(rec.base_men, men)  # section 3's bound = recommend's
+    assert rec.rope_theta == max(rec.base_from_data, rec.base_men)
+    assert rec.rope_parameters["rope_parameters"]["rope_theta"] == rec.rope_theta == rec.legacy_config["rope_theta"]
+    assert all(g.theta_star_inside for g in (rec.recommended, *rec.alternatives))
+    assert rec.extension.method == ("pi" if verdicts[corpus].verdict == "self-similar" else "yarn")
+    a = analyses[corpus]  # one call = step by step
+    assert a.granularity == MODEL[corpus] and a.self_similarity.verdict == verdicts[corpus].verdict
+    assert a.widths[MODEL[corpus]].kind == w.kind and a.widths[MODEL[corpus]].W == w.W
+    assert a.recommendation.rope_theta == rec.rope_theta and a.recommendation.extension == rec.extension
+    assert a.recommendation.rope_parameters == rec.rope_parameters
+# What the prose above says about these corpora:
+assert widths["arithmetic"].kind == "characteristic" and widths["natural text"].kind == "scale-free"
+assert widths["natural text"].W is None and 0 < widths["arithmetic"].W < widths["arithmetic"].r_max / 2
+assert (bases["set by"] == "Men et al.").all() and (sensitivity["set by"] == "Men et al.").all()
+arith_yarn = recs["arithmetic"].extension
+assert arith_yarn.method == "yarn" and arith_yarn.beta_fast < L_TRAIN * theta_star["arithmetic"] / (2 * np.pi)
+assert recs["natural text"].extension.beta_fast == 32 and pi_case.extension.method == "pi"
+assert pi_case.rope_parameters["rope_parameters"]["rope_type"] == "linear"
+assert recs["natural text"].rope_parameters["rope_parameters"]["rope_type"] == "yarn"
+# The saved profile keeps its replicates and gives the same analysis after loading; the report is written.
+assert (saved / "replicates.parquet").is_file() and reloaded.has_replicates
+assert again.recommendation.rope_theta == analyses["natural text"].recommendation.rope_theta
+assert again.self_similarity.verdict == analyses["natural text"].self_similarity.verdict
+assert summary["recommendation"]["rope_theta"] == analyses["natural text"].recommendation.rope_theta
 assert all(p.is_file() for p in paths.values())
 if HAVE_TORCH:
     assert set(sweep["per_base"]) == {"recommended", "L_train", "10000", "far_lower", "far_higher"}
