@@ -1,13 +1,18 @@
-"""W against the true scale B, and self-similarity verdicts on sources of known type.
+"""Kernel widths that follow the data, and self-similarity verdicts on sources of known kind.
 
 Run: python benchmarks/bench_analysis.py [--quick]
 
-1. Block sequences with latent block length B (depstat.synth.block_sequences): W (q90,
-   L = 1024) from the exact MI and from profiles of sampled sequences, and the fitted
-   law log W = a + slope log B with a bootstrap interval over the B values.
-2. Verdicts, W and curvatures on natural text (the bundled Python docs; Debian's fortunes
-   when installed), code (this Python's standard library), arithmetic and Markov text
-   (generated here), at the same granularities.
+1. Widths. Latent blocks (``depstat.synth.block_sequences``, B = 8, 32, 128): kind and W at
+   --max-offset 512 and 4096 and the ratio for each 4x in B; the reference Markov chain at 1M
+   and 2M tokens; a few-character Markov text in two document orders.
+2. Sources of known kind, at the same granularities and settings (d = 128, L_train = 2048,
+   extension to 8192): natural text (the bundled Python docs; the King James Bible as books and
+   as chapters when Debian's bible-kjv is installed; Debian's fortunes when installed), code
+   (this Python's standard library), arithmetic, Markov text and latent-block text (generated
+   here), a power law plus a floor (Bible chapters, each under its own letter substitution, so
+   that every pair in a chapter shares its key), and a grouped corpus (docs, code and
+   arithmetic in source order against the same documents shuffled). Each row says what was
+   expected before the run and what came out.
 """
 
 from __future__ import annotations
@@ -15,6 +20,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import random
+import re
+import shutil
+import string
+import subprocess
 import sysconfig
 import tempfile
 import time
@@ -23,105 +33,178 @@ from pathlib import Path
 import numpy as np
 
 import depstat
-from depstat.analysis import Settings, attach
-from depstat.dependency import kernel_width
-from depstat.profile import mi_profile
-from depstat.synth import arithmetic_jsonl, block_exact_mi, block_sequences, markov_text, write_jsonl
+from depstat.analysis import analyze
+from depstat.dependency import curve, exact_curve, fitted, kernel_width
+from depstat.profile import log_offsets, mi_profile
+from depstat.synth import (
+    TEXT_ALPHABET, arithmetic_jsonl, block_exact_mi, block_sequences, markov_text, reference_chain, topic_chain,
+    write_jsonl,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FORTUNES = Path("/usr/share/games/fortunes")
-L = 1024
 GRANULARITIES = ["bytes", "bpe-1k", "bpe-8k", "words"]
+HEAD_DIM, L, TARGET = 128, 2048, 8192
 
 
-def width_law(blocks: list[int], seed: int = 0) -> None:
-    """Print W/B for exact and sampled block sequences and the fitted log-log slope."""
-    offsets = np.unique(np.round(np.logspace(0, np.log10(L), 80)).astype(int))
-    exact, sampled = [], []
-    print(f"== W (q90 of the kernel over 1..{L}) against the block length B")
-    print(f"{'B':>4}  {'W exact':>8}  {'W sampled':>10}  {'interval':>14}  {'W/B':>5}")
-    for b in blocks:
-        mi = block_exact_mi(b, offsets, vocab=64, states=8)
-        exact.append(kernel_width(offsets, mi, np.zeros_like(mi), mi > 0, L).W)
-        table, _ = mi_profile(block_sequences(200, 2048, b, vocab=64, states=8, seed=seed + b), offsets)
-        o, m, se, sig = (table[c].to_numpy() for c in ("offset", "mi_bits", "se", "significant"))
-        w = kernel_width(o, m, se, sig, L)
-        sampled.append(w.W)
-        print(f"{b:>4}  {exact[-1]:>8.1f}  {w.W:>10.1f}  {w.ci_low:>6.0f}-{w.ci_high:<7.0f}  {w.W / b:>5.2f}")
-    for name, ws in (("exact", exact), ("sampled", sampled)):
-        slope, ci = _bootstrap_slope(np.log(blocks), np.log(ws), seed)
-        ratio = float(np.exp(np.mean(np.log(ws) - np.log(blocks))))
-        print(f"{name}: slope of log W on log B = {slope:.3f} [{ci[0]:.3f}, {ci[1]:.3f}], W = {ratio:.2f} B")
+def _w(w: depstat.dependency.Width) -> str:
+    if w.W is None:
+        return f"{w.kind} (alpha {w.alpha:.2f})" if w.alpha is not None else w.kind
+    return f"{w.kind} {w.W:.1f} [{w.ci_low:.1f}, {w.ci_high:.1f}]"
 
 
-def _bootstrap_slope(x: np.ndarray, y: np.ndarray, seed: int) -> tuple[float, tuple[float, float]]:
-    rng = np.random.default_rng(seed)
-    slope = float(np.polyfit(x, y, 1)[0])
-    reps = []
-    for _ in range(2000):
-        i = rng.integers(0, len(x), len(x))
-        if len(set(i)) > 1:
-            reps.append(np.polyfit(x[i], y[i], 1)[0])
-    return slope, tuple(np.quantile(reps, [0.025, 0.975]))
+def widths(quick: bool) -> None:
+    """W of latent blocks against B and the largest offset, of a chain against N, of text against order."""
+    print("== W follows the data: latent blocks (150 documents of 4096 tokens, V = 64)")
+    print(f"{'B':>4}  {'exact':>26}  {'max-offset 512':>26}  {'max-offset 4096':>26}  {'4096/512':>8}")
+    rows = {}
+    for b in (8, 32) if quick else (8, 32, 128):
+        exact = kernel_width(fitted(exact_curve(log_offsets(4096), block_exact_mi(b, log_offsets(4096), 64, 8))))
+        got = []
+        for top in (512, 4096):
+            table, _ = mi_profile(block_sequences(150, 4096, b, vocab=64, states=8, seed=b), log_offsets(top))
+            got.append(kernel_width(fitted(curve(table, f"blocks-B{b}"))))
+        rows[b] = got
+        ratio = got[1].W / got[0].W if got[0].W and got[1].W else float("nan")
+        print(f"{b:>4}  {_w(exact):>26}  {_w(got[0]):>26}  {_w(got[1]):>26}  {ratio:>8.3f}")
+    blocks = sorted(rows)
+    for a, b in zip(blocks, blocks[1:]):
+        print(f"W({b}) / W({a}): " + ", ".join(f"{rows[b][i].W / rows[a][i].W:.2f} at max-offset {t}"
+                                                for i, t in enumerate((512, 4096))))
+    print("\n== the reference Markov chain (V = 512, topics ~10 tokens) at 1M and 2M tokens")
+    chain = reference_chain()
+    exact = kernel_width(fitted(exact_curve(log_offsets(2048), chain.exact_mi(log_offsets(2048)))))
+    got = []
+    for docs in (250, 500):
+        table, _ = mi_profile(chain.sample(docs, 4000, seed=docs), log_offsets(2048))
+        got.append(kernel_width(fitted(curve(table, "markov"))))
+        print(f"{docs * 4000:>9,} tokens: {_w(got[-1])}")
+    print(f"exact: {_w(exact)}; 2M / 1M = {got[1].W / got[0].W:.3f}")
+    print("\n== a few-character Markov text (switch 0.3: topics last ~3 characters), two document orders")
+    texts = markov_text(150, 4096, seed=3, chain=topic_chain(vocab=64, topics=4, switch=0.3, concentration=0.3))
+    with tempfile.TemporaryDirectory() as d:
+        for name, docs in (("file order", texts), ("reversed", texts[::-1])):
+            path = write_jsonl(Path(d) / "m.jsonl", docs)
+            a = analyze(depstat.profile(str(path), granularities=["bytes", "bpe-8k"], max_offset=2048),
+                        head_dim=HEAD_DIM, train_length=L)
+            print(f"{name:>10}: " + "; ".join(f"{g} {_w(w)}" for g, w in a.widths.items()))
 
 
-def corpora(tmp: Path, quick: bool) -> dict[str, tuple[str, str]]:
-    """Name -> (path, kind) of every corpus this machine can build offline."""
-    natural = tmp / "python-docs.jsonl"
+def _bible(tmp: Path) -> dict[str, Path]:
+    """The KJV as books and as chapters (jsonl), from Debian's bible-kjv, or nothing."""
+    if not shutil.which("bible"):
+        return {}
+    text = subprocess.run(["bible", "-f", "Gen1:1-Rev22:21"], capture_output=True, text=True, check=True).stdout
+    books: dict[str, list[str]] = {}
+    chapters: dict[tuple[str, str], list[str]] = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\d?[A-Za-z]+)(\d+):(\d+)\s+(.*)$", line.strip())
+        if m:
+            book, chapter, _, verse = m.groups()
+            books.setdefault(book, []).append(verse)
+            chapters.setdefault((book, chapter), []).append(verse)
+    return {"books": write_jsonl(tmp / "bible-books.jsonl", [" ".join(v) for v in books.values()]),
+            "chapters": write_jsonl(tmp / "bible-chapters.jsonl", [" ".join(v) for v in chapters.values()])}
+
+
+def _substituted(path: Path, out: Path, seed: int = 0) -> Path:
+    """Every document under its own random substitution of the lower-case letters: a floor of MI
+    that reaches every offset within a document (the key), on top of the text's own decay."""
+    rng = random.Random(seed)
+    texts = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        letters = list(string.ascii_lowercase)
+        rng.shuffle(letters)
+        texts.append(json.loads(line)["text"].translate(str.maketrans(string.ascii_lowercase, "".join(letters))))
+    return write_jsonl(out, texts)
+
+
+def _block_text(out: Path, block: int) -> Path:
+    """Latent-block sequences written as characters (64 symbols of TEXT_ALPHABET)."""
+    s = block_sequences(150, 4096, block, vocab=64, states=8, seed=block)
+    chars = np.array(list(TEXT_ALPHABET))[s.tokens].reshape(150, 4096)
+    return write_jsonl(out, ["".join(row) for row in chars])
+
+
+def _grouped(tmp: Path, docs: Path, code: list[Path], arith: Path) -> tuple[Path, Path]:
+    """Docs, code and arithmetic concatenated in source order, and the same documents shuffled."""
+    texts = [json.loads(x)["text"] for x in docs.read_text(encoding="utf-8").splitlines()]
+    texts += [p.read_text(encoding="utf-8", errors="replace") for p in code]
+    texts += [json.loads(x)["text"] for x in arith.read_text(encoding="utf-8").splitlines()]
+    shuffled = texts[:]
+    random.Random(1).shuffle(shuffled)
+    return write_jsonl(tmp / "grouped.jsonl", texts), write_jsonl(tmp / "grouped-shuffled.jsonl", shuffled)
+
+
+def corpora(tmp: Path, quick: bool) -> list[tuple[str, Path | str, str]]:
+    """(name, corpus, what was expected before the run) for every corpus this machine can build."""
+    docs = tmp / "python-docs.jsonl"
     with gzip.open(ROOT / "examples" / "python-docs.jsonl.gz", "rt", encoding="utf-8") as f:
-        natural.write_text(f.read(), encoding="utf-8")
+        docs.write_text(f.read(), encoding="utf-8")
     n = 120 if quick else 300
-    arithmetic_jsonl(tmp / "arithmetic.jsonl", n, seed=1)
-    write_jsonl(tmp / "markov.jsonl", markov_text(n, 4096, seed=1))
-    out = {"python docs (text)": (str(natural), "natural"),
-           "arithmetic (synth)": (str(tmp / "arithmetic.jsonl"), "not self-similar"),
-           "markov text (synth)": (str(tmp / "markov.jsonl"), "not self-similar")}
-    stdlib = Path(sysconfig.get_paths()["stdlib"])
-    out["python stdlib (code)"] = (str(stdlib / "[a-z]*.py"), "code")  # top-level modules, no codec tables
+    arith = arithmetic_jsonl(tmp / "arithmetic.jsonl", n, seed=1)
+    markov = write_jsonl(tmp / "markov.jsonl", markov_text(n, 4096, seed=1))
+    stdlib = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("[a-z]*.py"))
+    random.Random(0).shuffle(stdlib)
+    code = write_jsonl(tmp / "code.jsonl", [p.read_text(encoding="utf-8", errors="replace") for p in stdlib[:150]])
+    out: list[tuple[str, Path | str, str]] = []
+    bible = _bible(tmp)
+    if bible:
+        out.append(("KJV Bible, 66 books (text)", bible["books"], "scale-free; self-similar"))
+        out.append(("KJV Bible, 1189 chapters (short text)", bible["chapters"], "scale-free; self-similar"))
+        out.append(("KJV chapters, one letter key each (power law + floor)",
+                    _substituted(bible["chapters"], tmp / "keyed.jsonl"), "scale-free with a floor; self-similar"))
+    out.append(("Python docs, bundled (text with code)", docs, "scale-free; self-similar"))
     if FORTUNES.is_dir():
         texts = []
         for p in sorted(FORTUNES.iterdir()):
             if p.is_file() and not p.suffix:
-                items = [x.strip() for x in p.read_text(errors="replace").split("\n%\n") if x.strip()]
-                texts += ["\n\n".join(items[i:i + 40]) for i in range(0, len(items), 40)]
-        write_jsonl(tmp / "fortunes.jsonl", texts)
-        out["fortunes (text)"] = (str(tmp / "fortunes.jsonl"), "natural")
+                texts += [x.strip() for x in p.read_text(errors="replace").split("\n%\n") if x.strip()]
+        out.append(("fortunes, one per document (short text)", write_jsonl(tmp / "fortunes.jsonl", texts),
+                    "scale-free; self-similar or inconclusive"))
+    out.append(("stdlib, 150 modules (code)", code, "no known answer"))
+    out.append((f"arithmetic, {n} documents (synth)", arith, "not self-similar"))
+    out.append((f"markov text, {n} documents (synth)", markov, "characteristic; not self-similar"))
+    out.append(("latent blocks B = 32 as text (synth)", _block_text(tmp / "blocks.jsonl", 32),
+                "characteristic; not self-similar"))
+    grouped, shuffled = _grouped(tmp, docs, stdlib[:60], arith)
+    out.append(("grouped: docs + code + arithmetic, source order", grouped, "the same as shuffled"))
+    out.append(("grouped, shuffled", shuffled, "the same as source order"))
     return out
 
 
 def verdicts(quick: bool) -> None:
-    """Profile each corpus, analyse at L = 1024, print verdict, W and curvature per granularity."""
-    print(f"\n== self-similarity on sources of known type (granularities {', '.join(GRANULARITIES)}; L = {L})")
+    """Profile each corpus, analyse it, print W's kind, the verdict, the base and the extension."""
+    print(f"\n== sources of known kind: granularities {', '.join(GRANULARITIES)}, max-offset {L}, "
+          f"head dim {HEAD_DIM}, L_train {L}, target {TARGET}")
     with tempfile.TemporaryDirectory() as d:
-        for name, (path, kind) in corpora(Path(d), quick).items():
+        for name, path, expected in corpora(Path(d), quick):
             t0 = time.perf_counter()
-            p = depstat.profile(path, granularities=GRANULARITIES, max_offset=2048, skip_bad=True,
-                                max_tokens=1_000_000 if quick else 2_000_000)
-            attach(p, Settings(train_length=L, target_length=4 * L))
-            a = p.analysis
-            ss = a["self_similarity"]
-            print(f"\n{name}: expected {kind}; verdict {ss['verdict']} ({time.perf_counter() - t0:.0f} s)")
-            print(f"  {'granularity':<12} {'tokens':>9} {'B/tok':>5} {'W tokens [interval]':>22} {'curvature [95%]':>26} {'rises':>5} {'alpha':>6}")
-            for g, facts in p.granularities.items():
-                w = a["W"].get(g)
-                c = ss["curvature"].get(g)
-                alpha = ss["power_law_exponents"].get(g, {}).get("alpha")
-                wtxt = f"{w['W']:.0f} [{w['ci_low']:.0f}, {w['ci_high']:.0f}]" if w else "profile too short"
-                ctxt = f"{c['curvature']:+.3f} [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]" if c else "too few points"
-                rises = str(c["significant_rises"]) if c else "-"
-                atxt = f"{alpha:.2f}" if alpha is not None else "-"
-                print(f"  {g:<12} {facts['n_tokens']:>9} {facts['bytes_per_token']:>5.2f} {wtxt:>22} {ctxt:>26} {rises:>5} {atxt:>6}")
-            rec = a["recommendation"]
-            print(f"  rope_theta {rec['rope_theta']:.4g} (range {rec['rope_theta_interval'][0]:.3g}-"
-                  f"{rec['rope_theta_interval'][1]:.3g}) at {rec['granularity']}; extension: "
-                  + json.dumps(rec["rope_scaling"]))
+            p = depstat.profile(str(path), granularities=GRANULARITIES, max_offset=L,
+                                max_tokens=1_000_000 if quick else None)
+            a = analyze(p, head_dim=HEAD_DIM, train_length=L, target_length=TARGET)
+            ss, rec = a.self_similarity, a.recommendation
+            effect = (f"{ss.effect:.2f} [{max(ss.effect_bounds[0], 0):.2f}, {ss.effect_bounds[1]:.2f}]"
+                      if ss.effect is not None else "-")
+            print(f"\n{name} ({time.perf_counter() - t0:.0f} s)")
+            print(f"  expected: {expected}")
+            print(f"  verdict:  {ss.verdict}; slope disagreement D = {effect} (margin {ss.margin:g})")
+            print(f"  reason:   {ss.reasons[0]}")
+            for g, w in a.widths.items():
+                print(f"  {g:>8}: {p.granularities[g]['bytes_per_token']:.2f} bytes/token, {_w(w)}, floor "
+                      f"{w.floor if w.floor is not None else float('nan'):.4f} bits")
+            ext = rec.extension
+            print(f"  rope_theta {rec.rope_theta:.4g} (set by {rec.bound}; b_A {rec.base_from_data:.4g}, Men "
+                  f"{rec.base_men:.4g}; 10,000 and L_train leave {rec.alternatives[0].bands_slower} and "
+                  f"{rec.alternatives[1].bands_slower} bands slower than theta*); extension: {ext.method}"
+                  + (f" beta_fast {ext.beta_fast:.3g}" if ext.beta_fast else ""))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer block sizes and smaller corpora")
     args = parser.parse_args()
-    width_law([4, 16, 64] if args.quick else [4, 8, 16, 32, 64])
+    widths(args.quick)
     verdicts(args.quick)
 
 
