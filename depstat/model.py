@@ -45,6 +45,7 @@ class ModelConfig:
     rope_fraction: float = 1.0  # p-RoPE: share of bands that rotate, fastest first
     learnable_freqs: bool = False  # LeRoPE
     dropout: float = 0.0
+    mlp: bool = True  # False: attention-only blocks
 
     def __post_init__(self) -> None:
         if self.d_model % self.n_head or (self.d_model // self.n_head) % 2:
@@ -184,18 +185,18 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-norm transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
+    """Pre-norm transformer block: x + attn(ln(x)), then x + mlp(ln(x)) (unless attention-only)."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.d_model)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.d_model)
-        self.mlp = MLP(config)
+        self.ln_2 = nn.LayerNorm(config.d_model) if config.mlp else None
+        self.mlp = MLP(config) if config.mlp else None
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
         x = x + self.attn(self.ln_1(x), cos, sin)
-        return x + self.mlp(self.ln_2(x))
+        return x if self.mlp is None else x + self.mlp(self.ln_2(x))
 
 
 class GPT(nn.Module):

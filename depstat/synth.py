@@ -15,6 +15,9 @@ The other generators give corpora whose dependency scale is known by constructio
   dependencies whose scale is fixed in characters (not self-similar).
 - ``markov_text``: text from a character-level Markov chain, whose MI decays
   exponentially; at byte granularity its profile is the chain's ``exact_mi``.
+- ``window_task``: a stream of noisy latent blocks of length B with, at each position, the
+  most frequent token of the last B as the target (paper A's frequency-law task: retrieval
+  over a window whose width is set by B).
 """
 
 from __future__ import annotations
@@ -230,6 +233,43 @@ def _mi_bits(joint: np.ndarray, indep: np.ndarray) -> float:
     """Mutual information in bits of a joint table whose product of marginals is ``indep``."""
     nz = joint > 0
     return float(np.sum(joint[nz] * np.log2(joint[nz] / indep[nz])))
+
+
+# The frequency-law task: the majority over a window of width B.
+
+
+def window_stream(rng: np.random.Generator, n_seq: int, length: int, block: int, vocab: int = 8,
+                  signal: float = 0.5) -> np.ndarray:
+    """(n_seq, length) tokens: latent blocks of length ``block`` at a random phase, each with a
+    uniform symbol; a token is its block's symbol with probability ``signal``, else uniform."""
+    if block < 1 or length < 1 or vocab < 2 or not 0 <= signal <= 1:
+        raise DepstatError(f"need block >= 1, length >= 1, vocab >= 2 and 0 <= signal <= 1, got "
+                           f"{block}, {length}, {vocab}, {signal}")
+    n_blocks = length // block + 2
+    symbols = rng.integers(vocab, size=(n_seq, n_blocks))
+    phase = rng.integers(block, size=(n_seq, 1))
+    positions = (np.arange(length)[None, :] + phase) // block
+    own = np.take_along_axis(symbols, positions, axis=1)
+    return np.where(rng.random((n_seq, length)) < signal, own, rng.integers(vocab, size=(n_seq, length)))
+
+
+def window_targets(tokens: np.ndarray, block: int, vocab: int = 8) -> np.ndarray:
+    """The most frequent token among each position's last ``block`` tokens (ties: the smallest id),
+    -100 (not counted by the loss) where fewer than ``block`` tokens precede."""
+    onehot = np.eye(vocab, dtype=np.int32)[tokens]  # (n, L, V)
+    counts = np.cumsum(onehot, axis=1)
+    counts[:, block:] -= counts[:, :-block].copy()
+    out = counts.argmax(axis=2)
+    out[:, :block - 1] = -100
+    return out
+
+
+def window_task(rng: np.random.Generator, n_seq: int, length: int, block: int, vocab: int = 8,
+                signal: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+    """(tokens, targets) of ``window_stream`` and ``window_targets``: a target needs the whole
+    window of the last ``block`` tokens, so retrieval must cover a field of width B."""
+    tokens = window_stream(rng, n_seq, length, block, vocab, signal)
+    return tokens, window_targets(tokens, block, vocab)
 
 
 # iGSM-style arithmetic: exact dependencies at a fixed scale in characters.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -135,6 +136,16 @@ def train(model: GPT, train_tokens: np.ndarray, val_tokens: np.ndarray, cfg: Tra
     length = length or model.config.block_size
     train_tokens = check_tokens(train_tokens, length, "training")
     val_tokens = check_tokens(val_tokens, length, "validation")
+    logged, seconds = fit(model, lambda rng: random_batch(train_tokens, length, cfg.batch_size, rng, device),
+                          cfg, desc, device, scaling)
+    val = evaluate(model, val_tokens, length, cfg.eval_batches * cfg.batch_size, scaling, device=device)
+    return TrainResult(logged, val["loss"], seconds, cfg.steps * cfg.batch_size * length / seconds, device.type)
+
+
+def fit(model: GPT, batch: Callable[[np.random.Generator], tuple[torch.Tensor, torch.Tensor]], cfg: TrainConfig,
+        desc: str, device: torch.device, scaling: Scaling | None = None) -> tuple[list[float], float]:
+    """The training loop: ``cfg.steps`` AdamW steps on ``batch(rng)`` (inputs, targets; target -100 is
+    not counted), LeRoPE's alphas clipped on their own; returns (logged losses, seconds)."""
     model.to(device).train()
     opt = torch.optim.AdamW(model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.95),
                             fused=device.type == "cuda")
@@ -149,7 +160,7 @@ def train(model: GPT, train_tokens: np.ndarray, val_tokens: np.ndarray, cfg: Tra
         for step in range(cfg.steps):
             for group in opt.param_groups:
                 group["lr"] = lr_at(step, cfg)
-            x, y = random_batch(train_tokens, length, cfg.batch_size, rng, device)
+            x, y = batch(rng)
             _, loss = model(x, y, scaling=scaling)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -165,9 +176,7 @@ def train(model: GPT, train_tokens: np.ndarray, val_tokens: np.ndarray, cfg: Tra
             progress.update(1)
     if device.type == "cuda":
         torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
-    val = evaluate(model, val_tokens, length, cfg.eval_batches * cfg.batch_size, scaling, device=device)
-    return TrainResult(logged, val["loss"], seconds, cfg.steps * cfg.batch_size * length / seconds, device.type)
+    return logged, time.perf_counter() - start
 
 
 @torch.no_grad()

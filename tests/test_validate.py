@@ -126,9 +126,22 @@ def test_fit_needs_two_widths():
         fit_frequency_law(np.array([8.0, 8.0]), np.array([0.3, 0.4]))
 
 
-def test_block_width_is_proportional_to_the_block_length():
+def test_task_width_is_proportional_to_the_block_length():
     widths = [width_for_block(block)["W"] for block in (4, 16, 64)]
     assert all(3 <= b / a <= 5.3 for a, b in zip(widths, widths[1:])), widths
+
+
+def test_window_targets_are_the_majority_of_the_last_block():
+    from depstat.synth import window_task
+
+    x, y = window_task(np.random.default_rng(0), 50, 40, 5)
+    for i in range(50):
+        for t in range(40):
+            if t < 4:
+                assert y[i, t] == -100
+            else:
+                counts = np.bincount(x[i, t - 4:t + 1], minlength=8)
+                assert y[i, t] == int(np.argmax(counts))
 
 
 def test_within_noise_uses_the_spread_of_both_means():
@@ -200,7 +213,7 @@ def test_cli_without_torch_says_how_to_install(tmp_path):
 # The experiments, quick mode, through the CLI (in process: Numba compiles once)
 
 KEYS = {
-    "frequency-law": ["c", "c_ci", "slope", "slope_ci", "reproduces"],
+    "frequency-law": ["c", "c_ci", "slope", "slope_ci", "reproduces", "prediction", "per_block", "c_by_ratio"],
     "base-sweep": ["per_base", "recommended_within_noise", "best", "advice"],
     "pi": ["table", "advice"],
     "lerope": ["loss_delta_vs_rope", "dominant_wavelength_over_Ltrain", "learned_frequencies", "depstat"],
@@ -243,7 +256,10 @@ def test_quick_run_writes_result_and_figures(quick, name):
 def test_quick_results_make_sense(quick):
     fl = quick["frequency-law"][1]
     assert fl["slope_ci"][0] <= fl["slope"] <= fl["slope_ci"][1] and fl["c"] > 0
-    assert [r["block"] for r in fl["runs"]] == [4, 4, 16, 16, 64, 64]
+    assert [(r["block"], r["ratio"]) for r in fl["runs"]] == [(b, q) for q in (1.0, 2.0) for b in (4, 8, 16)]
+    floors = fl["per_block"]["8"]["floors"]["2.0"]
+    assert 0 < floors["current_token_only"] < floors["uniform"] and floors["whole_window"] == 0
+    assert fl["prediction"]["slope"] == -1 and set(fl["c_by_ratio"]) == {"1.0", "2.0"}
     bs = quick["base-sweep"][1]
     assert set(bs["per_base"]) == {"recommended", "L_train", "10000", "far_lower", "far_higher"}
     assert all(p["n"] == 2 for p in bs["per_base"].values())

@@ -1,123 +1,213 @@
 """Experiment 1, frequency-law: does the learned frequency follow theta_eff = c / W (paper A)?
 
-Block sequences (``depstat.synth.block_sequences``) with latent block length B have a
-known dependency scale; W is depstat's kernel width (q90 of the fitted exponential) of their
-exact MI profile (W ~ B). For each B and seed a model is trained on next-token
-prediction, its frequency energy measured (``depstat.model.frequency_energy``) and the
-effective frequency (energy-weighted geometric mean over bands) recorded. Then
-log theta_eff is fitted against log W: paper A reports slope -1 and c ~ 3.02 (theory pi).
+The task (``depstat.synth.window_task``): a stream of noisy latent blocks of length B (8
+symbols; a token is its block's symbol with probability 0.5, else uniform), and at every
+position the target is the most frequent token of the last B, counted only where a whole
+window exists. A model can only solve it by attending over a field of width B, so the
+dependency width is set by B; W is depstat's own kernel width of the task's token stream
+(``depstat.dependency``), measured, not assumed. One attention layer, one head of dimension
+32, no MLP, base 10,000, context L = ratio x B.
+
+For each B and seed: the loss against the floors (ln V; the best loss from the current token
+alone; 0 with the whole window, the target being a function of it), so a reader sees whether
+the task was learned; the frequency energy (``depstat.model.frequency_energy``) and its
+energy-weighted geometric-mean frequency theta_eff, also counting only energy in excess of its
+value at initialisation. Then log theta_eff is fitted against log W at the main ratio (paper A:
+slope -1, c = 3.02, theory pi), and c (slope fixed at -1) at every ratio L/B.
 """
 
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numpy as np
 
-from depstat.dependency import exact_curve, fitted, kernel_width
+from depstat.dependency import curve, fitted, kernel_width
 from depstat.model import ModelConfig
+from depstat.profile import log_offsets, mi_profile
 from depstat.recommend import PAPER_C
-from depstat.synth import block_exact_mi, block_sequences
+from depstat.stream import TokenStream
+from depstat.synth import window_stream, window_task
 from depstat.train import TrainConfig, set_threads
-from depstat.validate.common import (
-    LENGTH, MODEL, Options, RunStore, build_and_train, fit_frequency_law, savefig, validation_energy, write_json,
-)
+from depstat.validate.common import Options, RunStore, fit_frequency_law, savefig, write_json
 
 PAPER_A_C = 3.02
-SETTINGS = {  # quick: CI; full: the recorded run
-    "quick": {"blocks": [4, 16, 64], "steps": 30, "batch_size": 8, "train_tokens": 100_000},
-    "full": {"blocks": [4, 8, 16, 32, 64], "steps": 1000, "batch_size": 8, "train_tokens": 2_000_000},
+VOCAB, SIGNAL, BASE = 8, 0.5, 10_000.0
+MODEL = {"n_layer": 1, "n_head": 1, "d_model": 32, "mlp": False}
+SETTINGS = {  # quick: CI; full: the recorded run (within 15 minutes on 2 CPU cores)
+    "quick": {"blocks": [4, 8, 16], "ratios": [1.0, 2.0], "steps": 300, "batch_size": 32, "seeds": 1},
+    "full": {"blocks": [4, 8, 16, 32], "ratios": [1.0, 1.5, 2.0, 4.0], "steps": 1500, "batch_size": 32,
+             "seeds": 3},
 }
-BASE = 10_000.0
+MAIN_RATIO = 2.0
+VAL_SEQUENCES = 256
+PREDICTION = {
+    "slope": -1.0,
+    "c": f"near pi (paper A fitted {PAPER_A_C})",
+    "c_by_ratio": "falls as L/B grows (a pilot outside the repository: about 3.8 at L = B, 2.3-2.5 at 2B, "
+                  "1.4 at 4B), because a band must not turn back over the whole context",
+}
 
 
-def width_for_block(block: int, length: int = LENGTH) -> dict:
-    """depstat's q90 kernel width of the exact block-sequence profile over offsets 1 .. ``length``-1."""
-    offsets = np.arange(1, length)
-    return kernel_width(fitted(exact_curve(offsets, block_exact_mi(block, offsets)))).to_dict()
+@cache
+def width_for_block(block: int) -> dict:
+    """depstat's kernel width of the task's token stream (200 documents of 32 B tokens, offsets to 16 B)."""
+    tokens = window_stream(np.random.default_rng(block), 200, 32 * block, block, VOCAB, SIGNAL)
+    stream = TokenStream(f"window-B{block}", tokens.reshape(-1).astype(np.int32),
+                         np.full(200, 32 * block), VOCAB)
+    table, _ = mi_profile(stream, log_offsets(16 * block))
+    return kernel_width(fitted(curve(table, stream.name))).to_dict()
 
 
-def one_run(block: int, seed: int, s: dict, opts: Options) -> dict:
-    """Train on blocks of length B with this seed; the frequency energy and theta_eff afterwards."""
-    data = block_sequences(1, s["train_tokens"] + 100_000, block, seed=1000 + seed).tokens
-    train_tokens, val_tokens = data[:s["train_tokens"]], data[s["train_tokens"]:]
-    cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=max(1, s["steps"] // 10), seed=seed)
-    model, res = build_and_train(ModelConfig(vocab_size=256, block_size=LENGTH, rope_base=BASE, **MODEL), cfg,
-                                 train_tokens, val_tokens, opts, desc=f"B={block} seed {seed}")
-    energy = validation_energy(model, val_tokens)  # LENGTH: four periods of the largest block pair
-    return {**res.to_dict(), "energy": energy["energy"], "frequencies": energy["frequencies"],
-            "effective_frequency": energy["effective_frequency"], "dominant_band": energy["dominant_band"]}
+def floors(block: int, length: int) -> dict:
+    """Loss floors (nats) on the validation data: uniform, from the current token alone, with the window."""
+    x, y = window_task(np.random.default_rng(10_000 + block), VAL_SEQUENCES, length, block, VOCAB, SIGNAL)
+    keep = y >= 0
+    joint = np.zeros((VOCAB, VOCAB))
+    np.add.at(joint, (x[keep], y[keep]), 1)
+    p = joint / joint.sum()
+    px = p.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        current = float(-np.nansum(p * np.log(p / px)))
+    return {"uniform": math.log(VOCAB), "current_token_only": current, "whole_window": 0.0}
+
+
+def one_run(block: int, ratio: float, seed: int, s: dict, opts: Options) -> dict:
+    """Train on the window task at L = ratio B; loss, accuracy, energy and theta_eff before and after."""
+    import torch
+
+    from depstat.model import GPT, frequency_energy
+    from depstat.train import fit, pick_device, set_seed
+
+    length = max(2, round(ratio * block))
+    device = pick_device(opts.device)
+    set_seed(seed)
+    model = GPT(ModelConfig(vocab_size=VOCAB, block_size=length, rope_base=BASE, **MODEL)).to(device)
+    xv, yv = (torch.from_numpy(a).to(device) for a in
+              window_task(np.random.default_rng(10_000 + block), VAL_SEQUENCES, length, block, VOCAB, SIGNAL))
+    before = frequency_energy(model, xv)
+
+    def batch(rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = window_task(rng, s["batch_size"], length, block, VOCAB, SIGNAL)
+        return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+
+    cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=max(1, s["steps"] // 10), seed=seed,
+                      weight_decay=0.0)
+    logged, seconds = fit(model, batch, cfg, f"B={block} L={length} seed {seed}", device)
+    model.eval()
+    with torch.no_grad():
+        logits, loss = model(xv, yv)
+        keep = yv >= 0
+        accuracy = float((logits.argmax(-1)[keep] == yv[keep]).float().mean())
+    after = frequency_energy(model, xv)
+    theta = after["frequencies"]
+    excess = np.maximum(after["energy"] - before["energy"], 0.0)
+    theta_excess = float(np.exp(np.sum(excess * np.log(theta)) / excess.sum())) if excess.sum() > 0 else float("nan")
+    return {"length": length, "train_loss": logged, "val_loss": float(loss), "val_accuracy": accuracy,
+            "energy": after["energy"], "energy_at_init": before["energy"], "frequencies": theta,
+            "effective_frequency": after["effective_frequency"], "effective_frequency_at_init":
+            before["effective_frequency"], "effective_frequency_excess": theta_excess,
+            "dominant_band": after["dominant_band"], "seconds": seconds,
+            "tokens_per_second": s["steps"] * s["batch_size"] * length / seconds}
 
 
 def run(opts: Options) -> dict:
-    """Sweep B, train, measure theta_eff, fit the law; write result.json and figures into opts.out."""
+    """Sweep B and L/B, train, measure theta_eff, fit the law; write result.json and figures into opts.out."""
     s = SETTINGS["quick" if opts.quick else "full"]
     threads = set_threads(opts.threads)
     store = RunStore(opts.out)
-    rows = []
-    for block in s["blocks"]:
-        width = width_for_block(block)
-        for seed in range(opts.n_seeds()):
-            spec = {"experiment": "frequency-law", "block": block, "seed": seed, "length": LENGTH, "base": BASE,
-                    "model": MODEL, **s, "blocks": None}
-            r = store.get(f"B{block}-seed{seed}", spec, lambda: one_run(block, seed, s, opts))
-            rows.append({"block": block, "seed": seed, "W": width["W"], "W_interval": [width["ci_low"], width["ci_high"]],
-                         "theta_eff": r["effective_frequency"], "theta_eff_times_W": r["effective_frequency"] * width["W"],
-                         "val_loss": r["val_loss"], "tokens_per_second": r["tokens_per_second"],
-                         "energy": r["energy"], "frequencies": r["frequencies"]})
-    fit = fit_frequency_law(np.array([r["W"] for r in rows]), np.array([r["theta_eff"] for r in rows]))
-    init_theta = math.exp(float(np.mean(np.log(rows[0]["frequencies"]))))  # uniform energy at initialisation
+    result = {"experiment": "frequency-law", "quick": opts.quick, "prediction": PREDICTION,
+              "settings": {**s, "model": MODEL, "vocab": VOCAB, "signal": SIGNAL, "base": BASE,
+                           "main_ratio": MAIN_RATIO, "seeds": opts.n_seeds(s["seeds"])}}
+    write_json(opts.out / "result.json", result)  # the prediction is on disk before any model is trained
+    rows, per_block = [], {}
+    for ratio in s["ratios"]:
+        for block in s["blocks"]:
+            width = width_for_block(block)
+            length = max(2, round(ratio * block))
+            floor = floors(block, length)
+            per_block.setdefault(str(block), {"W": width["W"], "W_interval": [width["ci_low"], width["ci_high"]],
+                                              "W_kind": width["kind"], "floors": {}})["floors"][str(ratio)] = floor
+            for seed in range(opts.n_seeds(s["seeds"])):
+                spec = {"experiment": "frequency-law/window", "block": block, "ratio": ratio, "seed": seed,
+                        "model": MODEL, "vocab": VOCAB, "signal": SIGNAL, "base": BASE,
+                        "steps": s["steps"], "batch_size": s["batch_size"]}
+                r = store.get(f"B{block}-r{ratio:g}-seed{seed}", spec, lambda: one_run(block, ratio, seed, s, opts))
+                rows.append({"block": block, "ratio": ratio, "seed": seed, "length": r["length"], "W": width["W"],
+                             "val_loss": r["val_loss"], "val_accuracy": r["val_accuracy"],
+                             "learned": r["val_loss"] < 0.5 * floor["current_token_only"],
+                             "theta_eff": r["effective_frequency"],
+                             "theta_eff_excess": r["effective_frequency_excess"],
+                             "theta_eff_times_W": r["effective_frequency"] * width["W"],
+                             "tokens_per_second": r["tokens_per_second"], "energy": r["energy"],
+                             "energy_at_init": r["energy_at_init"], "frequencies": r["frequencies"]})
+    main = [r for r in rows if r["ratio"] == MAIN_RATIO] or rows
+    fit = fit_frequency_law(np.array([r["W"] for r in main]), np.array([r["theta_eff"] for r in main]))
+    by_ratio = {}
+    for ratio in s["ratios"]:
+        sel = [r for r in rows if r["ratio"] == ratio]
+        f = fit_frequency_law(np.array([r["W"] for r in sel]), np.array([r["theta_eff"] for r in sel]))
+        by_ratio[str(ratio)] = {"c": f["c"], "c_ci": f["c_ci"], "slope": f["slope"], "slope_ci": f["slope_ci"],
+                                "learned": sum(r["learned"] for r in sel), "runs": len(sel)}
+    excess = [r for r in main if math.isfinite(r["theta_eff_excess"])]
+    fit_excess = (fit_frequency_law(np.array([r["W"] for r in excess]), np.array([r["theta_eff_excess"] for r in excess]))
+                  if len({r["W"] for r in excess}) >= 2 else None)
     reproduces = bool(fit["slope_ci"][0] <= -1 <= fit["slope_ci"][1] and fit["c_ci"][0] <= PAPER_A_C <= fit["c_ci"][1])
-    result = {
-        "experiment": "frequency-law", "quick": opts.quick, "settings": {**s, "length": LENGTH, "base": BASE,
-                                                                            "model": MODEL, "seeds": opts.n_seeds()},
+    result.update({
         **fit, "paper": {"c": PAPER_A_C, "c_theory": PAPER_C, "slope": -1.0},
-        "reproduces": reproduces,
-        "verdict": _verdict(fit, reproduces),
-        "theta_eff_at_init": init_theta,
+        "reproduces": reproduces, "verdict": _verdict(fit, reproduces, by_ratio),
+        "c_by_ratio": by_ratio, "fit_on_excess_energy": fit_excess, "per_block": per_block,
+        "learned": f"{sum(r['learned'] for r in rows)} of {len(rows)} runs reach half the current-token floor",
         "runs": rows, "run_counts": store.counts(), "threads": threads,
         "tokens_per_second": float(np.median([r["tokens_per_second"] for r in rows])),
         "figures": ["frequency_law.png", "energy.png"],
-    }
-    _figures(rows, fit, init_theta, opts)
+    })
+    _figures(rows, fit, by_ratio, opts)
     write_json(opts.out / "result.json", result)
     return result
 
 
-def _verdict(fit: dict, reproduces: bool) -> str:
-    """The reproduction verdict in one sentence."""
+def _verdict(fit: dict, reproduces: bool, by_ratio: dict) -> str:
+    """The reproduction verdict in one sentence, with c at every ratio."""
     head = "reproduces" if reproduces else "does not reproduce"
-    return (f"{head} paper A: slope {fit['slope']:.2f} [{fit['slope_ci'][0]:.2f}, {fit['slope_ci'][1]:.2f}] "
-            f"(paper -1), c {fit['c']:.2f} [{fit['c_ci'][0]:.2f}, {fit['c_ci'][1]:.2f}] (paper 3.02, theory pi)")
+    ratios = ", ".join(f"{float(k):g}: {v['c']:.2f} [{v['c_ci'][0]:.2f}, {v['c_ci'][1]:.2f}]" for k, v in by_ratio.items())
+    return (f"{head} paper A at L = {MAIN_RATIO:g} B: slope {fit['slope']:.2f} [{fit['slope_ci'][0]:.2f}, "
+            f"{fit['slope_ci'][1]:.2f}] (paper -1), c {fit['c']:.2f} [{fit['c_ci'][0]:.2f}, {fit['c_ci'][1]:.2f}] "
+            f"(paper 3.02, theory pi); c by L/B: {ratios}")
 
 
-def _figures(rows: list[dict], fit: dict, init_theta: float, opts: Options) -> None:
-    """theta_eff against W with the fit and paper A's law; energy per band for each B."""
+def _figures(rows: list[dict], fit: dict, by_ratio: dict, opts: Options) -> None:
+    """theta_eff against W at every ratio with the fits and paper A's law; energy per band at the main ratio."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     W = np.array([r["W"] for r in rows])
-    th = np.array([r["theta_eff"] for r in rows])
     grid = np.geomspace(W.min() / 1.5, W.max() * 1.5, 50)
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    ax.plot(W, th, "o", label="measured (one point per seed)")
-    ax.plot(grid, fit["c_free"] * grid ** fit["slope"], "-", label=f"fit: slope {fit['slope']:.2f}")
-    ax.plot(grid, PAPER_A_C / grid, "--", label="paper A: 3.02 / W")
-    ax.axhline(init_theta, color="k", ls=":", label="uniform energy (initialisation)")
-    ax.set(xscale="log", yscale="log", xlabel="W (tokens, depstat q90)", ylabel="effective frequency θ_eff (rad/token)",
-           title="frequency law on block sequences")
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
+    for i, (ratio, f) in enumerate(by_ratio.items()):
+        sel = [r for r in rows if str(r["ratio"]) == ratio]
+        ax.plot([r["W"] for r in sel], [r["theta_eff"] for r in sel], "o", color=f"C{i}", ms=4,
+                label=f"L = {float(ratio):g} B: c = {f['c']:.2f}")
+        ax.plot(grid, f["c"] / grid, "-", color=f"C{i}", lw=0.8)
+    ax.plot(grid, PAPER_A_C / grid, "k--", label="paper A: 3.02 / W")
+    ax.set(xscale="log", yscale="log", xlabel="W (tokens, depstat's kernel width of the task data)",
+           ylabel="effective frequency θ_eff (rad/token)",
+           title=f"window task: slope {fit['slope']:.2f} at L = {MAIN_RATIO:g} B")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     savefig(fig, opts.out / "frequency_law.png")
 
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for block in sorted({r["block"] for r in rows}):
-        e = np.mean([r["energy"] for r in rows if r["block"] == block], axis=0)
-        freq = rows[0]["frequencies"]
-        ax.plot(freq, e, "o-", ms=3, label=f"B = {block}")
-    ax.set(xscale="log", xlabel="band frequency θ_m (rad/token)", ylabel="energy share", title="frequency energy after training")
+    fig, ax = plt.subplots(figsize=(6.5, 4.8))
+    main = [r for r in rows if r["ratio"] == MAIN_RATIO] or rows
+    for block in sorted({r["block"] for r in main}):
+        e = np.mean([r["energy"] for r in main if r["block"] == block], axis=0)
+        ax.plot(main[0]["frequencies"], e, "o-", ms=3, label=f"B = {block}")
+    ax.plot(main[0]["frequencies"], np.mean([r["energy_at_init"] for r in main], axis=0), "k:", label="initialisation")
+    ax.set(xscale="log", xlabel="band frequency θ_m (rad/token)", ylabel="energy share",
+           title=f"frequency energy after training, L = {MAIN_RATIO:g} B")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     savefig(fig, opts.out / "energy.png")
