@@ -12,7 +12,7 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-from depstat.analysis import Analysis, Settings, analyze  # noqa: E402
+from depstat.analysis import Analysis, Settings, analyze, compare_lengths  # noqa: E402
 from depstat.corpus import Corpus, Document, open_corpus  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
 from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS  # noqa: E402
@@ -21,5 +21,5 @@ from depstat.stream import TokenStream  # noqa: E402
 
 __all__ = [
     "Analysis", "Corpus", "DEFAULT_ESTIMATOR", "DepstatError", "Document", "ESTIMATORS", "Profile",
-    "TokenStream", "__version__", "log_offsets", "mi_profile", "open_corpus", "profile", "Settings", "analyze",
+    "TokenStream", "__version__", "log_offsets", "mi_profile", "open_corpus", "profile", "Settings", "analyze", "compare_lengths",
 ]

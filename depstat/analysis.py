@@ -18,7 +18,7 @@ from depstat.recommend import (
     check_settings,
     recommend,
 )
-from depstat.selfsim import MARGIN, SelfSimilarity, distinct, self_similarity
+from depstat.selfsim import MARGIN, DilationTest, SelfSimilarity, dilation_test, distinct, self_similarity
 
 DEFAULT_TRAIN_LENGTH = 2048
 DEFAULT_FACTOR = 4  # the extension the verdict is judged for when no target length is given
@@ -123,3 +123,19 @@ def analyze(profile: Profile, settings: Settings | None = None, **kwargs: object
     rec = recommend(widths[name], verdict.verdict, settings.head_dim, settings.train_length,
                     settings.target_length, settings.c, settings.margin)
     return Analysis(settings, name, widths, verdict, rec)
+
+
+def compare_lengths(train: Analysis, target: Analysis) -> tuple[str, DilationTest]:
+    """The extension method ("pi" or "yarn") for going from ``train``'s data to ``target``'s, and the test
+    behind it: PI when the kernel dilates with the context, YaRN when it stays fixed, else the verdict's choice.
+
+    ``train`` must be analysed with a target length (it holds the self-similarity advice); ``target``
+    is the data the extended model will see, analysed at the same granularity.
+    """
+    ext = train.recommendation.extension
+    if ext is None:
+        raise DepstatError("the training analysis has no target length", hint="analyse it with target_length")
+    test = dilation_test(train.widths[train.granularity], target.widths[train.granularity], ext.factor,
+                         train.settings.confidence or 0.95)
+    method = {"dilated": "pi", "fixed": "yarn"}.get(test.verdict, ext.method)
+    return method, test

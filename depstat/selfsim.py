@@ -24,6 +24,9 @@ first.
 
 A direct dilation check at the model granularity reports how much log I(s r) - log I(r) varies
 over r (in slope units: divided by ln s); for a power law it is constant.
+
+``dilation_test`` checks PI's premise on two corpora (data at the training length and data at
+the target length): whether the kernel width grows by the extension factor.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import polars as pl
 from scipy import stats
 
 from depstat.dependency import Curve, Width, replicate_interval
+from depstat.errors import DepstatError
 
 MARGIN = 0.25  # slope units: how far granularities may disagree at one scale and still count as one shape
 CELL = 4.0  # each slope cell spans offsets x .. CELL x (two octaves)
@@ -151,6 +155,49 @@ def dilation_check(c: Curve, factor: float, r_low: float, confidence: float = 0.
     vals = np.array([spread(c.replicate(g)) for g in range(c.replicates.shape[1])])
     se, _, _ = replicate_interval(point, vals, c.weights, confidence)
     return Dilation(c.name, float(factor), float(r.min()), float(r.max()), point, se, int(r.size))
+
+
+@dataclass(frozen=True)
+class DilationTest:
+    """PI's premise checked on two corpora: is the target-length data's kernel width s times the
+    training data's? ``share`` = log(W_target / W_train) / log s: 1 a full dilation, 0 none."""
+
+    factor: float
+    W_train: float | None
+    W_target: float | None
+    share: float | None
+    share_ci: tuple[float, float] | None
+    verdict: str  # one of DILATION_VERDICTS
+    reason: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+DILATION_VERDICTS = ("dilated", "fixed", "inconclusive", "no length")
+
+
+def dilation_test(train: Width, target: Width, factor: float, confidence: float = 0.95) -> DilationTest:
+    """Dilated when the share's interval lies above 1/2, fixed when below; "no length" when either
+    kernel has no length of its own (then the self-similarity verdict decides)."""
+    if factor <= 1:
+        raise DepstatError(f"the dilation test needs a target longer than the training length, got s = {factor:g}")
+    if train.W is None or target.W is None:
+        kinds = f"{train.kind} at the training length, {target.kind} at the target length"
+        return DilationTest(factor, train.W, target.W, None, None, "no length", f"no kernel length to compare ({kinds})")
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+
+    def log_se(w: Width) -> float:
+        return (math.log(w.ci_high) - math.log(w.ci_low)) / (2 * z) if w.ci_low and w.ci_high else 0.0
+
+    log_s = math.log(factor)
+    share = math.log(target.W / train.W) / log_s
+    h = z * math.hypot(log_se(train), log_se(target)) / log_s
+    lo, hi = share - h, share + h
+    verdict = "dilated" if lo > 0.5 else "fixed" if hi < 0.5 else "inconclusive"
+    reason = (f"W grows {target.W / train.W:.2f}x for a {factor:g}x longer context (share of a full dilation "
+              f"{share:.2f} [{lo:.2f}, {hi:.2f}])")
+    return DilationTest(factor, train.W, target.W, share, (lo, hi), verdict, reason)
 
 
 def self_similarity(

@@ -21,7 +21,7 @@ from depstat.profile import log_offsets, mi_profile
 from depstat.recommend import (
     MEN_FIT, base_for, critical_dimension, frequencies, liu_extension_base, men_lower_bound, recommend, yarn_betas,
 )
-from depstat.selfsim import MARGIN, self_similarity
+from depstat.selfsim import MARGIN, dilation_test, self_similarity
 from depstat.synth import (
     arithmetic_jsonl, block_exact_mi, block_sequences, markov_text, reference_chain, text_chain, topic_chain,
     write_jsonl,
@@ -383,3 +383,38 @@ def test_power_width_holds_nine_tenths_of_the_kernel(alpha: float) -> None:
     upto = float(np.sum(r[: int(math.ceil(w))] ** -alpha))
     assert below <= 0.9 * total <= upto
     assert power_width(1.0) == math.inf
+
+
+def _given_width(W: float | None, low: float | None = None, high: float | None = None, kind: str = "characteristic") -> Width:
+    return Width("ids", kind, W, low, high, None, None, None, None, None, None, 100.0, None, "", {})
+
+
+def test_dilation_test_tells_a_dilated_kernel_from_a_fixed_one():
+    train = _given_width(10.0, 9.0, 11.0)
+    dilated = dilation_test(train, _given_width(40.0, 36.0, 44.0), 4.0)
+    assert dilated.verdict == "dilated" and dilated.share == pytest.approx(1.0)
+    assert dilation_test(train, _given_width(10.5, 9.5, 11.5), 4.0).verdict == "fixed"
+    assert dilation_test(train, _given_width(20.0, 8.0, 50.0), 4.0).verdict == "inconclusive"  # too wide to tell
+    assert dilation_test(train, _given_width(None, kind="scale-free"), 4.0).verdict == "no length"
+    with pytest.raises(DepstatError, match="longer than the training length"):
+        dilation_test(train, train, 1.0)
+
+
+@pytest.mark.slow
+def test_compare_lengths_on_window_streams_of_known_kind(tmp_path):
+    """The window task at B and at 4B (a dilation) or at B again (fixed): PI for the first, YaRN for the second."""
+    from depstat.analysis import compare_lengths
+    from depstat.synth import window_stream
+
+    def analysis(block: int, seed: int):
+        tokens = window_stream(np.random.default_rng(seed), 60, 512, block)
+        path = tmp_path / f"w{block}-{seed}.jsonl"
+        path.write_text("".join(json.dumps({"input_ids": row.tolist()}) + "\n" for row in tokens))
+        prof = depstat.profile(str(path), max_offset=128)
+        return analyze(prof, head_dim=32, train_length=32, target_length=128, granularity="ids")
+
+    train = analysis(4, 0)
+    method, test = compare_lengths(train, analysis(16, 1))
+    assert (method, test.verdict) == ("pi", "dilated") and 0.7 < test.share < 1.3
+    method, test = compare_lengths(train, analysis(4, 1))
+    assert (method, test.verdict) == ("yarn", "fixed") and abs(test.share) < 0.3
