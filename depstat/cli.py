@@ -216,14 +216,17 @@ def build_parser() -> argparse.ArgumentParser:
     from depstat.validate import EXPERIMENTS
 
     val = sub.add_parser("validate", help="train small models to check depstat's advice (needs torch)", description=(
-        "Train small RoPE transformers to test depstat's recommendations: frequency-law (theta_eff = c/W on block "
-        "sequences), base-sweep (recommended base against the usual ones), pi (PI vs YaRN on self-similar and "
-        "non-self-similar data), lerope (learnable frequencies vs RoPE and p-RoPE). Writes DIR/result.json, "
-        "figures and DIR/runs/*.json; a rerun skips finished runs."))
+        "Train small RoPE transformers to test depstat's advice: frequency-law (theta_eff = c/W on a window task), "
+        "base-sweep (the recommended base against others on a task where the base matters), pi (PI vs YaRN, "
+        "predicted by depstat, on a dilated/fixed pair, text and arithmetic), lerope (learnable frequencies on BPE "
+        "tokens, the frozen-frequency ablation, YaRN at 4L). Writes DIR/result.json, figures and DIR/runs/*.json; "
+        "a rerun skips finished runs."))
     val.add_argument("experiment", choices=list(EXPERIMENTS), help="which experiment")
     val.add_argument("--out", required=True, help="directory for result.json, figures and finished runs")
     val.add_argument("--quick", action="store_true", help="small setting for CI (seconds instead of minutes)")
-    val.add_argument("--seeds", type=int, default=None, help="seeds per setting (default: 2)")
+    val.add_argument("--seeds", type=int, default=None, help="seeds per setting (default: the experiment's, 2-3)")
+    val.add_argument("--scale", default="cpu", choices=["cpu", "paper"],
+                     help="cpu (default): sized for 2 CPU cores; paper: larger sweeps for one large GPU (with --device cuda)")
     val.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="default: CUDA when available")
     val.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: at most 2)")
     val.add_argument("--corpus", default=None, help="text corpus for base-sweep, pi and lerope (default: the bundled Python docs)")
@@ -496,7 +499,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from depstat import validate
 
     result = validate.run(args.experiment, args.out, quick=args.quick, seeds=args.seeds, device=args.device,
-                          threads=args.threads, corpus=args.corpus)
+                          threads=args.threads, corpus=args.corpus, scale=args.scale)
     print(validate.summary(result))
     print(f"wrote {args.out}/result.json and " + ", ".join(result["figures"]))
     return 0

@@ -155,6 +155,7 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(config.d_model, config.d_model, bias=False)
         self.dropout = config.dropout
         self.resid_dropout = nn.Dropout(config.dropout)
+        self.record: list | None = None  # set by frequency_pull: keep (scores, q, k) with the scores' gradient
 
     def heads(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """q, k, v of shape (B, n_head, T, head_dim), before rotation."""
@@ -164,10 +165,17 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
         B, T, C = x.shape
-        q, k, v = self.heads(x)
-        q, k = apply_rotary(q, cos, sin), apply_rotary(k, cos, sin)
-        y = F.scaled_dot_product_attention(
-            q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+        q0, k0, v = self.heads(x)
+        q, k = apply_rotary(q0, cos, sin), apply_rotary(k0, cos, sin)
+        if self.record is None:
+            y = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+        else:  # the same attention written out, so that the logits' gradient can be read
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+            scores.retain_grad()
+            self.record.append((scores, q0.detach(), k0.detach()))
+            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            y = scores.masked_fill(~causal, float("-inf")).softmax(dim=-1) @ v
         return self.resid_dropout(self.proj(y.transpose(1, 2).reshape(B, T, C)))
 
 
@@ -299,3 +307,53 @@ def frequency_energy(model: GPT, idx: Tensor) -> dict:
         "dominant_band": dominant,
         "dominant_wavelength": float(2 * np.pi / theta[dominant]),
     }
+
+
+def frequency_pull(model: GPT, idx: Tensor, targets: Tensor, grid: Tensor) -> dict:
+    """Paper B's view of where each band's frequency is drawn, from one batch (e.g. at initialisation).
+
+    With g_ij the gradient of the loss on the attention logit s_ij and q~, k~ a band's pair as a
+    complex number before rotation, G_m(D) = sum over i - j = D of g_ij q~_im conj(k~_jm) / sqrt(d),
+    and P_m(theta) = Re sum_D G_m(D) e^(i D theta): to first order in the logits, the loss with band
+    m's frequency set to theta, minus a constant (so dP_m/dtheta at theta_m is the gradient on
+    theta_m). ``pull`` = P_m(theta_m) - min over ``grid`` of P_m; ``best_frequency`` the argmin;
+    ``curves`` P_m on the grid; summed over layers and heads; ``loss`` the batch's loss.
+    """
+    attns = [block.attn for block in model.blocks]
+    for attn in attns:
+        attn.record = []
+    was_training = model.training
+    model.eval()
+    try:
+        model.zero_grad(set_to_none=True)
+        _, loss = model(idx, targets)
+        loss.backward()
+        n, T = model.config.n_bands, idx.shape[1]
+        G = torch.zeros(T, n, dtype=torch.complex128, device=idx.device)
+        for attn in attns:
+            for scores, q, k in attn.record:
+                g = scores.grad.double()
+                qc = torch.complex(q[..., :n].double(), q[..., n:].double())
+                kc = torch.complex(k[..., :n].double(), k[..., n:].double())
+                for d in range(T):
+                    diag = torch.diagonal(g, offset=-d, dim1=-2, dim2=-1)  # g[i, i - d], i = d .. T - 1
+                    G[d] += (diag[..., None] * qc[:, :, d:] * kc[:, :, :T - d].conj()).sum(dim=(0, 1, 2))
+        G /= math.sqrt(model.config.head_dim)
+    finally:
+        for attn in attns:
+            attn.record = None
+        model.zero_grad(set_to_none=True)
+        model.train(was_training)
+    D = torch.arange(T, dtype=torch.float64, device=idx.device)
+    theta = model.rotary.frequencies().detach().double()
+
+    def P(freqs: Tensor) -> Tensor:  # (len(freqs), n): P_m at each frequency
+        return (G[None] * torch.exp(1j * D[None, :, None] * freqs[:, None, None])).real.sum(dim=1)
+
+    curves = P(grid.double().to(idx.device))
+    at_own = P(theta).diagonal()
+    slope = (G * (1j * D[:, None]) * torch.exp(1j * D[:, None] * theta[None])).real.sum(dim=0)
+    best = grid.double().to(idx.device)[curves.argmin(dim=0)]
+    return {"loss": float(loss.detach()), "pull": (at_own - curves.min(dim=0).values).cpu().numpy(),
+            "best_frequency": best.cpu().numpy(),
+            "slope": slope.cpu().numpy(), "curves": curves.cpu().numpy(), "frequencies": theta.cpu().numpy()}

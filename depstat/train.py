@@ -143,9 +143,11 @@ def train(model: GPT, train_tokens: np.ndarray, val_tokens: np.ndarray, cfg: Tra
 
 
 def fit(model: GPT, batch: Callable[[np.random.Generator], tuple[torch.Tensor, torch.Tensor]], cfg: TrainConfig,
-        desc: str, device: torch.device, scaling: Scaling | None = None) -> tuple[list[float], float]:
+        desc: str, device: torch.device, scaling: Scaling | None = None,
+        after_step: Callable[[int], None] | None = None) -> tuple[list[float], float]:
     """The training loop: ``cfg.steps`` AdamW steps on ``batch(rng)`` (inputs, targets; target -100 is
-    not counted), LeRoPE's alphas clipped on their own; returns (logged losses, seconds)."""
+    not counted), LeRoPE's alphas clipped on their own; ``after_step(n)`` is called after the n-th step
+    (e.g. to evaluate checkpoints). Returns (logged losses, seconds)."""
     model.to(device).train()
     opt = torch.optim.AdamW(model.param_groups(cfg.weight_decay), lr=cfg.lr, betas=(0.9, 0.95),
                             fused=device.type == "cuda")
@@ -174,6 +176,8 @@ def fit(model: GPT, batch: Callable[[np.random.Generator], tuple[torch.Tensor, t
                 running = []
                 progress.set_postfix(loss=f"{logged[-1]:.3f}")
             progress.update(1)
+            if after_step is not None:
+                after_step(step + 1)
     if device.type == "cuda":
         torch.cuda.synchronize()
     return logged, time.perf_counter() - start

@@ -266,3 +266,22 @@ def test_config_checks():
         ModelConfig(vocab_size=3, n_head=2, d_model=6)
     with pytest.raises(DepstatError, match="at least one band"):
         ModelConfig(vocab_size=3, n_head=1, d_model=8, rope_fraction=0.1)
+
+
+def test_frequency_pull_slope_is_the_gradient_on_each_frequency():
+    """dP_m/dtheta at theta_m must equal d loss / d theta_m, which LeRoPE's alpha gradient gives (alpha = 0)."""
+    from depstat.model import frequency_pull
+
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(vocab_size=11, n_layer=2, n_head=2, d_model=16, block_size=24, learnable_freqs=True))
+    idx = torch.randint(0, 11, (3, 24))
+    targets = torch.roll(idx, -1, dims=1)
+    _, loss = model(idx, targets)
+    loss.backward()
+    expected = (model.rotary.alpha.grad / model.rotary.frequencies()).detach().double().numpy()
+    grid = torch.linspace(0.01, 3.0, 50)
+    out = frequency_pull(model, idx, targets, grid)
+    np.testing.assert_allclose(out["slope"], expected, rtol=1e-4, atol=1e-9)
+    assert out["curves"].shape == (50, 4) and np.all(out["pull"] >= -1e-12)
+    assert model.blocks[0].attn.record is None and model.rotary.alpha.grad is None  # left as found
+    assert out["loss"] == pytest.approx(float(loss.detach()), rel=1e-5)  # the written-out attention is the same

@@ -20,11 +20,10 @@ from depstat.cli import main  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
 from depstat.model import GPT, ModelConfig  # noqa: E402
 from depstat.train import TrainConfig, evaluate, lr_at, pick_device, random_batch, train  # noqa: E402
-from depstat.validate.base_sweep import bases_to_try, within_noise  # noqa: E402
-from depstat.validate.common import RunStore, fit_frequency_law, mean_spread, text_bytes  # noqa: E402
+from depstat.validate.base_sweep import bases_to_try, decisions  # noqa: E402
+from depstat.validate.common import Options, RunStore, bpe_tokens, fit_frequency_law, text_bytes  # noqa: E402
 from depstat.validate.frequency_law import width_for_block  # noqa: E402
-from depstat.validate.lerope import LENGTH, slow_band  # noqa: E402
-from depstat.validate.pi import arithmetic_masks  # noqa: E402
+from depstat.validate.pi import arithmetic_masks, scalings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,6 +81,17 @@ def test_training_learns_and_is_reproducible():
     first, val = fit()
     assert val < 0.2 * first
     assert fit()[1] == val  # same seed, same data order: the same model
+
+
+def test_fit_calls_back_after_every_step():
+    from depstat.train import fit
+
+    model = GPT(ModelConfig(vocab_size=7, n_layer=1, n_head=1, d_model=16, block_size=8))
+    x = torch.zeros(2, 8, dtype=torch.long)
+    seen = []
+    fit(model, lambda rng: (x, x), TrainConfig(steps=5, warmup=1, min_lr_ratio=1.0), "t", torch.device("cpu"),
+        after_step=seen.append)
+    assert seen == [1, 2, 3, 4, 5]
 
 
 def test_evaluate_counts_only_masked_targets():
@@ -144,24 +154,44 @@ def test_window_targets_are_the_majority_of_the_last_block():
                 assert y[i, t] == int(np.argmax(counts))
 
 
-def test_within_noise_uses_the_spread_of_both_means():
-    best = mean_spread([3.00, 3.02])
-    assert within_noise(mean_spread([3.01, 3.03]), best)[0]
-    assert not within_noise(mean_spread([3.20, 3.21]), best)[0]
-    assert within_noise(best, best) == (True, pytest.approx(2 * 0.01414, rel=1e-2))
+def test_bases_span_the_data_bound_and_the_habits():
+    bases = bases_to_try(1200.0, 6.0)
+    assert bases["10000"] == 1e4 and bases["1e6"] == 1e6 and bases["tenth"] == pytest.approx(120.0)
+    assert bases["half_from_data"] == pytest.approx(3.0) and bases["from_data"] == 6.0 < bases["recommended"]
 
 
-def test_bases_include_the_habits():
-    bases = bases_to_try(300.0, 256)
-    assert bases["10000"] == 1e4 and bases["L_train"] == 256
-    assert bases["far_lower"] < bases["recommended"] / 10 and bases["far_higher"] > 10 * bases["10000"]
+def test_base_decisions_read_the_paired_intervals():
+    paired = {"recommended": {"ci": [0.0, 0.0]}, "tenth": {"ci": [-0.008, -0.005]},
+              "half_from_data": {"ci": [0.29, 0.47]}}
+    assert decisions(paired, "tenth") == {"recommended_within_noise": False, "too_low_worse": True,
+                                          "tenth_worse": False}  # a better base, clearly: not within noise
+    paired["tenth"]["ci"] = [-0.008, 0.001]
+    assert decisions(paired, "tenth")["recommended_within_noise"]
+    assert decisions(paired, "recommended")["recommended_within_noise"]
 
 
-def test_slow_band_is_the_strongest_band_reaching_the_training_length():
-    theta = 2 * np.pi / (LENGTH * np.array([0.01, 0.5, 1.5, 2.5, 8.0]))  # wavelengths in units of L_train
-    assert slow_band([0.6, 0.1, 0.05, 0.2, 0.05], theta) == (3, pytest.approx(2.5))
-    band, ratio = slow_band([1.0, 0.0], theta[:2])
-    assert band == -1 and math.isnan(ratio)
+def test_yarn_is_evaluated_with_the_betas_depstat_advises():
+    s = scalings({"data": {"beta_fast": 3.5, "beta_slow": 0.8}})["data"]
+    assert (s["yarn"].method, s["yarn"].beta_fast, s["yarn"].beta_slow) == ("yarn", 3.5, 0.8)
+    assert s["pi"].method == "pi" and s["pi"].factor == 4.0 and s["none"].method == "none"
+
+
+def test_options_pick_the_setting():
+    assert Options(out=Path(".")).setting == "full" and Options(out=Path("."), scale="paper").setting == "paper"
+    assert Options(out=Path("."), quick=True, scale="paper").setting == "quick"
+    with pytest.raises(DepstatError, match="unknown scale"):
+        Options(out=Path("."), scale="tpu").setting
+
+
+def test_bpe_tokens_round_trip_and_end_documents(tmp_path):
+    from tokenizers import Tokenizer
+
+    docs = ["the cat sat on the mat", "a dog and a cat", "the end"]
+    train_ids, val_ids, vocab = bpe_tokens(docs[:2], docs[2:], 300, tmp_path / "tok.json")
+    sep = vocab - 1
+    assert train_ids.max() == sep and (train_ids == sep).sum() == 2 and val_ids[-1] == sep
+    tok = Tokenizer.from_file(str(tmp_path / "tok.json"))
+    assert tok.decode(val_ids[:-1].tolist()) == "the end"
 
 
 def test_arithmetic_masks_mark_names_and_answers():
@@ -214,9 +244,11 @@ def test_cli_without_torch_says_how_to_install(tmp_path):
 
 KEYS = {
     "frequency-law": ["c", "c_ci", "slope", "slope_ci", "reproduces", "prediction", "per_block", "c_by_ratio"],
-    "base-sweep": ["per_base", "recommended_within_noise", "best", "advice"],
-    "pi": ["table", "advice"],
-    "lerope": ["loss_delta_vs_rope", "dominant_wavelength_over_Ltrain", "learned_frequencies", "depstat"],
+    "base-sweep": ["per_base", "recommended_within_noise", "too_low_worse", "paired_differences", "advice",
+                   "prediction"],
+    "pi": ["scorecard", "table", "predictions", "prediction"],
+    "lerope": ["loss_delta_vs_rope", "dominant_wavelength_over_Ltrain", "frozen_gain_fraction", "yarn_at_4L",
+               "learned_frequencies", "depstat", "prediction"],
 }
 
 
@@ -261,18 +293,24 @@ def test_quick_results_make_sense(quick):
     assert 0 < floors["current_token_only"] < floors["uniform"] and floors["whole_window"] == 0
     assert fl["prediction"]["slope"] == -1 and set(fl["c_by_ratio"]) == {"1.0", "2.0"}
     bs = quick["base-sweep"][1]
-    assert set(bs["per_base"]) == {"recommended", "L_train", "10000", "far_lower", "far_higher"}
+    assert set(bs["per_base"]) == {"recommended", "from_data", "half_from_data", "tenth", "10000", "1e6"}
     assert all(p["n"] == 2 for p in bs["per_base"].values())
     assert bs["per_base"]["recommended"]["base"] == pytest.approx(bs["advice"]["rope_theta"])
-    assert bs["recommended_minus_best_paired_by_seed"]["n"] == 2
-    pi = quick["pi"][1]["table"]
-    for kind in ("natural text", "arithmetic"):
-        assert {"train_length", "none", "pi", "yarn", "none+ft", "pi+ft", "yarn+ft"} <= set(pi[kind])
-        assert pi[kind]["predicted_method"] in ("pi", "yarn")
-    assert 0 <= pi["arithmetic"]["pi"]["copy_accuracy"]["mean"] <= 1
+    assert bs["paired_differences"]["recommended"]["per_seed"] == [0.0, 0.0]
+    pi = quick["pi"][1]
+    assert [e["data"] for e in pi["scorecard"]] == ["window, dilated", "window, fixed", "natural text", "arithmetic"]
+    for e in pi["scorecard"]:
+        assert e["predicted_method"] in ("pi", "yarn")
+        assert e["correct"] == ((e["predicted_method"] == e["best_method"]) if e["clear"] else None)
+    dilation = {e["data"]: e["dilation"] for e in pi["scorecard"]}
+    assert dilation["window, dilated"] == "dilated" and dilation["window, fixed"] == "fixed"  # known answers
+    assert set(pi["table"]["arithmetic"]["pi"]) == {"0", "5", "20"}
+    assert 0 <= pi["table"]["arithmetic"]["pi"]["20"]["copy"]["accuracy"]["mean"] <= 1
     le = quick["lerope"][1]
     assert len(le["learned_frequencies"]) == 16 and le["dominant_wavelength_over_Ltrain"] > 0
     assert le["learned_frequencies"] != le["initial_frequencies"]  # LeRoPE's alphas moved
+    assert le["advice"]["W"]["granularity"] == "bpe-model"  # depstat profiled the model's own tokenizer
+    assert len(le["frozen_minus_rope"]["per_seed"]) == 2
 
 
 @pytest.mark.slow

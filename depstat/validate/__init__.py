@@ -31,7 +31,7 @@ def require_torch() -> None:
 
 
 def run(name: str, out: str | Path, quick: bool = False, seeds: int | None = None, device: str = "auto",
-        threads: int | None = None, corpus: str | Path | None = None) -> dict:
+        threads: int | None = None, corpus: str | Path | None = None, scale: str = "cpu") -> dict:
     """Run experiment ``name`` into directory ``out`` (resuming finished runs) and return its result."""
     if name not in EXPERIMENTS:
         raise DepstatError(f"unknown experiment {name!r}", hint="choose one of " + ", ".join(EXPERIMENTS))
@@ -44,7 +44,8 @@ def run(name: str, out: str | Path, quick: bool = False, seeds: int | None = Non
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     module = importlib.import_module(f"depstat.validate.{EXPERIMENTS[name]}")
-    return module.run(Options(out=out, quick=quick, seeds=seeds, device=device, threads=threads, corpus=corpus))
+    return module.run(Options(out=out, quick=quick, seeds=seeds, device=device, threads=threads, corpus=corpus,
+                              scale=scale))
 
 
 def _ci(value: float, ci: list[float]) -> str:
@@ -55,7 +56,8 @@ def summary(result: dict) -> str:
     """A few console lines with the headline numbers of a result."""
     kind = result["experiment"]
     runs = result.get("run_counts", {})
-    lines = [f"{kind}{' (quick)' if result['quick'] else ''}: {runs.get('trained', 0)} runs trained, "
+    setting = result.get("setting", "quick" if result["quick"] else "full")
+    lines = [f"{kind} ({setting}): {runs.get('trained', 0)} runs trained, "
              f"{runs.get('reused', 0)} reused; {result['tokens_per_second']:.0f} tokens/s "
              f"({result['threads']} threads)"]
     if kind == "frequency-law":
@@ -63,24 +65,29 @@ def summary(result: dict) -> str:
         lines.append(result["verdict"])
     elif kind == "base-sweep":
         for name, p in sorted(result["per_base"].items(), key=lambda kv: kv[1]["base"]):
-            lines.append(f"  {name:<12} b = {p['base']:<10.4g} val loss {p['mean']:.4f} ± {p['std']:.4f} (n={p['n']})")
-        paired = result["recommended_minus_best_paired_by_seed"]
-        lines.append(f"best: {result['best']}; recommended within noise: {result['recommended_within_noise']} "
-                     f"(recommended - best, paired by seed: {paired['mean']:+.4f} ± {paired['std']:.4f})")
+            d = result["paired_differences"][name]
+            lines.append(f"  {name:<15} b = {p['base']:<10.4g} val loss {p['mean']:.4f} ± {p['std']:.4f} (n={p['n']}); "
+                         f"minus recommended {d['mean']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}]")
+        lines.append(f"best: {result['best']}; recommended within noise: {result['recommended_within_noise']}; "
+                     f"half of b_A worse: {result['too_low_worse']}; a tenth of the recommendation worse: "
+                     f"{result['tenth_worse']}")
     elif kind == "pi":
-        for data, row in result["table"].items():
-            metric = row["accuracy_metric"]
-            lines.append(f"  {data} ({row['verdict']}, depstat says {row['predicted_method']}; accuracy: {metric})")
-            for methods in (("train_length", "none", "pi", "yarn"), ("none+ft", "pi+ft", "yarn+ft")):
-                lines.append("    " + ", ".join(
-                    f"{m} ppl {row[m]['perplexity']['mean']:.2f} acc {row[m][metric]['mean']:.3f}" for m in methods))
-            lines.append(f"    better of PI/YaRN by accuracy: zero-shot {row['better_of_pi_yarn_by_accuracy']}, "
-                         f"fine-tuned {row['better_of_pi_yarn_by_accuracy_fine_tuned']}; verdict predicted it: "
-                         f"{row['verdict_predicted_method']}, {row['verdict_predicted_method_fine_tuned']}")
+        for e in result["scorecard"]:
+            ci = e["pi_minus_yarn_ci"]
+            lines.append(f"  {e['data']:<16} depstat: {e['predicted_method']:<4} ({e['dilation']}; {e['verdict']}); "
+                         f"better: {e['best_method']:<4} (PI - YaRN {e['metric']} {e['pi_minus_yarn_accuracy']:+.3f} "
+                         f"[{ci[0]:+.3f}, {ci[1]:+.3f}]) -> {({True: 'right', False: 'wrong'}).get(e['correct'], 'tie')}")
+        lines.append(f"depstat's method: {result['correct']} kinds of data")
     elif kind == "lerope":
-        spread = result["loss_delta_vs_rope_spread"]
-        lines.append(f"LeRoPE - RoPE val loss {result['loss_delta_vs_rope']:+.4f} (std {spread['std']:.4f} over "
-                     f"{spread['n']} seeds); dominant wavelength {result['dominant_wavelength_over_Ltrain']:.2f} L_train "
-                     f"(paper B 2.2); among slow bands {result['dominant_slow_wavelength_over_Ltrain']:.2f} L_train; "
-                     f"depstat θ* wavelength {result['depstat']['theta_star_wavelength_over_Ltrain']:.2f} L_train")
+        d, y = result["loss_delta_vs_rope_paired"], result["yarn_at_4L"]["lerope_minus_rope"]
+        frac = result["frozen_gain_fraction"]
+        lines.append(f"LeRoPE - RoPE val loss {d['mean']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (paper B -0.0066); "
+                     f"frozen gain fraction {'n/a' if frac is None else f'{frac:.2f}'} (paper B 0.636)")
+        lines.append(f"dominant wavelength {result['dominant_wavelength_over_Ltrain']:.2f} L_train (paper B 2.2); "
+                     f"depstat θ* wavelength {result['depstat']['theta_star_wavelength_over_Ltrain']:.2f} L_train; "
+                     f"with YaRN at {4}L: LeRoPE - RoPE {y['mean']:+.4f} [{y['ci'][0]:+.4f}, {y['ci'][1]:+.4f}]")
+        f = result["from_data"]
+        lines.append(f"before training, the gradient picks band {f['predicted_dominant_band']} (trained: "
+                     f"{f['trained_dominant_bands']}), drawn to wavelength {f['drawn_to_wavelength_over_Ltrain']:.2f} "
+                     f"L_train ({f['drawn_to_over_theta_star']:.2f} x depstat's θ*)")
     return "\n".join(lines)

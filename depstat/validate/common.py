@@ -25,13 +25,15 @@ if TYPE_CHECKING:
     from depstat.model import GPT, ModelConfig
     from depstat.train import TrainConfig, TrainResult
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLE_CORPUS = ROOT / "examples" / "python-docs.jsonl.gz"
+EXAMPLE_CORPUS = Path(__file__).resolve().parents[1] / "data" / "python-docs.jsonl.gz"  # shipped in the package
 DOC_SEPARATOR = 0  # byte 0 never occurs in the text corpora, so it marks document ends
 LENGTH = 256  # training length of every validation model
 MODEL = {"n_layer": 2, "n_head": 2, "d_model": 64}  # the model's shape: head_dim 32, 16 bands
 HEAD_DIM = MODEL["d_model"] // MODEL["n_head"]
 ENERGY_WINDOWS = 16  # validation windows the frequency energy is measured on
+
+
+SCALES = ("cpu", "paper")
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,18 @@ class Options:
 
     out: Path
     quick: bool = False
-    seeds: int | None = None  # None: the experiment's default (2)
+    seeds: int | None = None  # None: the experiment's default
     device: str = "auto"
     threads: int | None = None
     corpus: Path = EXAMPLE_CORPUS
+    scale: str = "cpu"  # "cpu": sized for 2 CPU cores; "paper": for one large GPU, at most 10 minutes each
+
+    @property
+    def setting(self) -> str:
+        """Which of an experiment's SETTINGS applies: "quick", "full" (CPU) or "paper" (GPU)."""
+        if self.scale not in SCALES:
+            raise DepstatError(f"unknown scale {self.scale!r}", hint="use " + " or ".join(SCALES))
+        return "quick" if self.quick else "paper" if self.scale == "paper" else "full"
 
     def n_seeds(self, default: int = 2) -> int:
         """Seeds per setting: the one given, else ``default``."""
@@ -60,6 +70,24 @@ def text_bytes(texts: list[str]) -> np.ndarray:
         parts.append(np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
         parts.append(np.array([DOC_SEPARATOR], dtype=np.uint8))
     return np.concatenate(parts).astype(np.int64)
+
+
+def bpe_tokens(train_docs: list[str], val_docs: list[str], vocab_size: int,
+               save: Path) -> tuple[np.ndarray, np.ndarray, int]:
+    """Byte-level BPE ids of the documents, trained on ``train_docs`` (``depstat.granularity.train_bpe``) and
+    saved as ``save`` (a tokenizer.json), each document followed by a separator id; returns (train ids,
+    validation ids, vocabulary incl. separator)."""
+    from depstat.granularity import train_bpe
+
+    tok = train_bpe(train_docs, vocab_size)
+    save.parent.mkdir(parents=True, exist_ok=True)
+    tok.save(str(save))
+    sep = tok.get_vocab_size()
+
+    def ids(docs: list[str]) -> np.ndarray:
+        return np.concatenate([np.append(np.asarray(e.ids, dtype=np.int64), sep) for e in tok.encode_batch(docs)])
+
+    return ids(train_docs), ids(val_docs), sep + 1
 
 
 def read_texts(path: Path, max_docs: int | None = None) -> list[str]:
@@ -187,14 +215,17 @@ def savefig(fig, path: Path) -> Path:
 
 
 def build_and_train(config: ModelConfig, train_cfg: TrainConfig, train_tokens: np.ndarray,
-                    val_tokens: np.ndarray, opts: Options, desc: str) -> tuple[GPT, TrainResult]:
-    """A fresh model seeded with ``train_cfg.seed``, trained on the chosen device."""
+                    val_tokens: np.ndarray, opts: Options, desc: str,
+                    prepare: Callable[[GPT], None] | None = None) -> tuple[GPT, TrainResult]:
+    """A fresh model seeded with ``train_cfg.seed`` (then given to ``prepare``), trained on the chosen device."""
     from depstat.model import GPT
     from depstat.train import pick_device, set_seed, train
 
     device = pick_device(opts.device)
     set_seed(train_cfg.seed)
     model = GPT(config)
+    if prepare is not None:
+        prepare(model)
     return model, train(model, train_tokens, val_tokens, train_cfg, desc=desc, device=device)
 
 
@@ -211,15 +242,17 @@ def validation_energy(model: GPT, val_tokens: np.ndarray, length: int = LENGTH) 
 
 
 def advice(corpus: Path, granularities: list[str], head_dim: int, train_length: int,
-           target_length: int | None = None, max_docs: int | None = None) -> dict:
-    """depstat's own analysis of ``corpus`` (profile -> analysis -> recommendation) with the model read at bytes."""
+           target_length: int | None = None, max_docs: int | None = None, granularity: str = "bytes",
+           tokenizers: tuple[str, ...] = ()) -> dict:
+    """depstat's own analysis of the first ``max_docs`` documents of ``corpus`` (the training split: profile ->
+    analysis -> recommendation) read at ``granularity``."""
     from depstat.analysis import Settings, analyze
     from depstat.profile import profile
 
-    prof = profile(str(corpus), granularities=granularities, max_offset=max(target_length or 0, train_length),
-                   max_docs=max_docs)
+    prof = profile(str(corpus), granularities=granularities, tokenizers=tokenizers,
+                   max_offset=max(target_length or 0, train_length), max_docs=max_docs, sample="first")
     settings = Settings(head_dim=head_dim, train_length=train_length, target_length=target_length,
-                        granularity="bytes")
+                        granularity=granularity)
     a = analyze(prof, settings)
     rec = a.recommendation
     return {

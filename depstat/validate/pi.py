@@ -1,41 +1,75 @@
-"""Experiment 3, pi: does depstat's self-similarity verdict predict whether PI or YaRN extends the context?
+"""Experiment 3, pi: does depstat's analysis of the data predict whether PI or YaRN extends the context?
 
-Two byte-level corpora: natural text (the bundled Python docs, self-similar by depstat's
-analysis) and iGSM-style arithmetic (``depstat.synth.arithmetic_problems``, not
-self-similar). Each is profiled and analysed by depstat for the model (head dimension,
-L_train = L, target s L); a model is trained at L with the recommended base and evaluated
-at s L with no scaling, PI and YaRN: as it is (zero-shot), and after a short fine-tuning at
-s L with that scaling (``<method>+ft``, as PI is meant to be used). Perplexity and top-1 accuracy
-are reported separately; for arithmetic also on the exact tokens: ``copy`` (the variable
-names that repeat one defined earlier in the same problem: "= y op" and "What is y?") and
-``answer`` (the digits after "Answer: ").
+Four kinds of data, each trained at L_train with RoPE base 10,000 and evaluated at 4 L_train
+with no scaling, PI and YaRN, zero-shot and after fine-tuning at 4 L_train with that scaling
+for each budget of a sweep (checkpoints of one constant-rate run); YaRN with the betas depstat
+advises for that data (``depstat.recommend.yarn_betas``):
+
+- ``window, dilated`` and ``window, fixed``: a controlled pair on the frequency-law task
+  (``depstat.synth.window_task``: the target is the majority of the last B tokens). One model
+  is trained with B = 16 at L = 64; at 4L the dependency is dilated to 4B (PI's premise: the
+  test-time structure is the train-time one stretched) or stays at B (PI must fail: it
+  squeezes the window the model learned into a quarter of the positions).
+- ``natural text`` (the bundled Python docs) and ``arithmetic``
+  (``depstat.synth.arithmetic_problems``), bytes, whose dependencies reach past L_train = 128.
+
+The predicted method comes from depstat before any model is evaluated
+(``depstat.analysis.compare_lengths``): the data seen in training and the data at the target
+length are profiled and analysed; PI when the kernel width dilates with the context, YaRN when
+it stays fixed, the self-similarity verdict's method when neither kernel has a length. For
+text and arithmetic the data at the target length are the same corpus.
+
+Scored by exact-token accuracy (the window task: every target; arithmetic: the copied
+variable names, ``copy``; text: every byte), perplexity reported beside it (paper A: PI can
+lower perplexity and still lose the exact tokens). Per seed, a method's score is its accuracy
+averaged over the budgets; ``scorecard`` says which of PI and YaRN scored higher, with the
+paired (by seed) interval of PI - YaRN, and whether that was depstat's prediction (``correct``
+None when the interval holds 0: a tie).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
+from pathlib import Path
 
 import numpy as np
 
 from depstat.model import ModelConfig, Scaling
-from depstat.synth import arithmetic_jsonl, arithmetic_problems
-from depstat.train import TrainConfig, evaluate, set_threads, train
+from depstat.synth import arithmetic_jsonl, arithmetic_problems, window_stream, window_task
+from depstat.train import TrainConfig, evaluate, set_threads
 from depstat.validate.common import (
-    HEAD_DIM, MODEL, Options, RunStore, advice, build_and_train, mean_spread, read_texts, savefig, split_docs,
-    text_bytes, write_json,
+    HEAD_DIM, MODEL, Options, RunStore, mean_spread, read_texts, savefig, split_docs, t_interval, text_bytes, write_json,
 )
 
 SETTINGS = {
-    "quick": {"text_docs": 20, "arithmetic_docs": 24, "steps": 40, "batch_size": 8, "eval_windows": 8, "ft_steps": 5},
+    "quick": {"text_docs": 20, "arithmetic_docs": 24, "steps": 40, "batch_size": 8, "eval_windows": 8,
+              "budgets": [0, 5, 20], "window_steps": 200, "window_budgets": [0, 10, 40], "window_val": 64,
+              "seeds": 2},
     "full": {"text_docs": None, "arithmetic_docs": 200, "steps": 600, "batch_size": 16, "eval_windows": 32,
-             "ft_steps": 100},
+             "budgets": [0, 50, 200], "window_steps": 1500, "window_budgets": [0, 25, 100, 400],
+             "window_val": 256, "seeds": 3},
+    "paper": {"text_docs": None, "arithmetic_docs": 800, "steps": 3000, "batch_size": 32, "eval_windows": 64,
+              "budgets": [0, 50, 200, 800], "window_steps": 3000, "window_budgets": [0, 50, 200, 800],
+              "window_val": 1024, "seeds": 5},
 }
-FT_BATCH, FT_LR = 4, 1e-3  # fine-tuning at s L: windows per step, peak learning rate
-LENGTH = 128  # shorter than the other experiments' so that 4L stays cheap on a CPU
+BASE = 10_000.0
 FACTOR = 4
 METHODS = ("none", "pi", "yarn")
-KINDS = ("natural text", "arithmetic")
+FT_BATCH, FT_LR, FT_WARMUP = 4, 1e-3, 5  # fine-tuning at 4L: windows per step, constant rate after a warmup
+LENGTH = 128  # text and arithmetic, bytes
+WINDOW = {"block": 16, "length": 64, "vocab": 8, "signal": 0.5, "batch_size": 32, "ft_batch_size": 16,
+          "model": {"n_layer": 1, "n_head": 1, "d_model": 32, "mlp": False}}
+WINDOW_TARGETS = {"window, dilated": FACTOR * WINDOW["block"], "window, fixed": WINDOW["block"]}
+TEXT_KINDS = ("natural text", "arithmetic")
+KINDS = (*WINDOW_TARGETS, *TEXT_KINDS)
+PREDICTION = {
+    "window, dilated": "PI better than YaRN (the dependency dilates with the context)",
+    "window, fixed": "YaRN better than PI (the dependency stays at B; PI squeezes it into B/4 positions)",
+    "natural text": "depstat's choice better (paper A: PI for self-similar text)",
+    "arithmetic": "depstat's choice better (paper A: PI keeps perplexity but loses the exact tokens)",
+}
 _COPY = re.compile(r"= ([a-z]+) [-+*] |What is ([a-z]+)\?")
 _ANSWER = re.compile(r"Answer: (\d+)\.")
 
@@ -55,127 +89,269 @@ def arithmetic_masks(texts: list[str]) -> dict[str, np.ndarray]:
     return masks
 
 
-def _data(kind: str, s: dict, opts: Options) -> tuple[list[str], list[str], object]:
-    """Training and validation documents of one kind, and the corpus path depstat profiles."""
-    if kind == "natural text":
-        return (*split_docs(read_texts(opts.corpus, s["text_docs"])), opts.corpus)
-    (opts.out / "data").mkdir(parents=True, exist_ok=True)
-    path = arithmetic_jsonl(opts.out / "data" / "arithmetic.jsonl", s["arithmetic_docs"], seed=1)
-    return (*split_docs(arithmetic_problems(s["arithmetic_docs"], seed=1)), path)
+# depstat's prediction, from the data alone
 
 
-def one_run(kind: str, base: float, seed: int, s: dict, train_docs: list[str], val_docs: list[str],
-            opts: Options) -> dict:
-    """Train at L with ``base``; evaluate at L and at s L with each scaling method, zero-shot and fine-tuned."""
-    cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=max(1, s["steps"] // 10), seed=seed)
-    model, res = build_and_train(ModelConfig(vocab_size=256, block_size=LENGTH, rope_base=base, **MODEL), cfg,
-                                 text_bytes(train_docs), text_bytes(val_docs), opts, f"{kind} seed {seed}")
-    val = text_bytes(val_docs)
-    masks = {"all": None, **(arithmetic_masks(val_docs) if kind == "arithmetic" else {})}
-    out = {"train": res.to_dict(), "eval": {}}
-    cases = {"train_length": (LENGTH, None)}
-    cases.update({m: (FACTOR * LENGTH, Scaling(m, float(FACTOR))) for m in METHODS})
-    for name, (length, scaling) in cases.items():
-        out["eval"][name] = {k: evaluate(model, val, length, s["eval_windows"], scaling, mask)
-                             for k, mask in masks.items()}
-    ft = TrainConfig(steps=s["ft_steps"], batch_size=FT_BATCH, lr=FT_LR, warmup=max(1, s["ft_steps"] // 10),
-                     eval_batches=1, seed=seed)
-    for method in METHODS:
-        tuned, scaling = copy.deepcopy(model), Scaling(method, float(FACTOR))
-        train(tuned, text_bytes(train_docs), val, ft, f"{kind} {method}+ft", next(model.parameters()).device,
-              FACTOR * LENGTH, scaling)
-        out["eval"][f"{method}+ft"] = {k: evaluate(tuned, val, FACTOR * LENGTH, s["eval_windows"], scaling, mask)
-                                       for k, mask in masks.items()}
+def _window_corpus(path: Path, block: int, seed: int) -> Path:
+    """200 documents of the window task's token stream (1024 tokens each) as a jsonl of ids."""
+    tokens = window_stream(np.random.default_rng(seed), 200, 1024, block, WINDOW["vocab"], WINDOW["signal"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"input_ids": row.tolist()}) + "\n" for row in tokens))
+    return path
+
+
+def predict(kind: str, corpus: Path, train_length: int, granularities: list[str] | None,
+            max_docs: int | None, target_corpus: Path | None = None) -> dict:
+    """depstat's method for going from L_train to 4 L_train: both corpora profiled and analysed, then compared."""
+    from depstat.analysis import Settings, analyze, compare_lengths
+    from depstat.profile import profile
+    from depstat.recommend import yarn_betas
+
+    target = FACTOR * train_length
+    granularity = "ids" if granularities is None else "bytes"
+
+    def analysis(path: Path):
+        prof = profile(str(path), granularities=granularities, max_offset=target, max_docs=max_docs, sample="first")
+        return analyze(prof, Settings(head_dim=HEAD_DIM, train_length=train_length, target_length=target,
+                                      granularity=granularity))
+
+    train = analysis(corpus)
+    at_target = analysis(target_corpus) if target_corpus is not None else train
+    method, test = compare_lengths(train, at_target)
+    fast, slow = yarn_betas(train.widths[train.granularity], train_length, train.recommendation.theta_star)
+    return {"kind": kind, "predicted_method": method, "yarn": {"beta_fast": fast, "beta_slow": slow}, "verdict": train.self_similarity.verdict,
+            "dilation": test.to_dict(), "W_train": train.widths[train.granularity].W,
+            "W_target": at_target.widths[train.granularity].W,
+            "W_kind": train.widths[train.granularity].kind,
+            "extension_why": train.recommendation.extension.why if train.recommendation.extension else None}
+
+
+# training and evaluation
+
+
+def _checkpoints(model, scaling: Scaling, budgets: list[int], batch, batch_size: int, evaluate_now, seed: int,
+                 device) -> dict:
+    """Fine-tune a copy of ``model`` with ``scaling`` at constant rate; evaluate at every budget (0 = zero-shot)."""
+    from depstat.train import fit
+
+    out = {"0": evaluate_now(model)} if 0 in budgets else {}
+    steps = max(budgets)
+    if steps == 0:
+        return out
+    tuned = copy.deepcopy(model)
+    cfg = TrainConfig(steps=steps, batch_size=batch_size, lr=FT_LR, warmup=min(FT_WARMUP, steps - 1), min_lr_ratio=1.0,
+                      seed=seed, weight_decay=0.0)
+
+    def after(n: int) -> None:
+        if n in budgets:
+            out[str(n)] = evaluate_now(tuned)
+
+    fit(tuned, batch, cfg, f"{scaling.method}+ft", device, scaling, after)
     return out
 
 
+def scalings(yarn: dict[str, dict]) -> dict[str, dict[str, Scaling]]:
+    """Per kind of data, the three ways to reach 4L; YaRN with the betas depstat advises for that data."""
+    return {kind: {"none": Scaling("none", float(FACTOR)), "pi": Scaling("pi", float(FACTOR)),
+                   "yarn": Scaling("yarn", float(FACTOR), beta_fast=b["beta_fast"], beta_slow=b["beta_slow"])}
+            for kind, b in yarn.items()}
+
+
+def window_run(seed: int, s: dict, opts: Options, yarn: dict[str, dict]) -> dict:
+    """Train one window model (B, L); evaluate at 4L on the dilated and the fixed task, per method and budget."""
+    import torch
+
+    from depstat.model import GPT
+    from depstat.train import fit, pick_device, set_seed
+
+    w = WINDOW
+    device = pick_device(opts.device)
+    set_seed(seed)
+    model = GPT(ModelConfig(vocab_size=w["vocab"], block_size=w["length"], rope_base=BASE, **w["model"])).to(device)
+
+    def sampler(length: int, block: int, batch_size: int):
+        def batch(rng: np.random.Generator):
+            x, y = window_task(rng, batch_size, length, block, w["vocab"], w["signal"])
+            return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+        return batch
+
+    cfg = TrainConfig(steps=s["window_steps"], batch_size=w["batch_size"], warmup=s["window_steps"] // 10,
+                      seed=seed, weight_decay=0.0)
+    logged, seconds = fit(model, sampler(w["length"], w["block"], w["batch_size"]), cfg, f"window seed {seed}", device)
+    out = {"train_loss": logged, "seconds": seconds,
+           "tokens_per_second": cfg.steps * cfg.batch_size * w["length"] / seconds, "eval": {}}
+    target = FACTOR * w["length"]
+    val_train = [torch.from_numpy(a).to(device) for a in window_task(
+        np.random.default_rng(20_000), s["window_val"], w["length"], w["block"], w["vocab"], w["signal"])]
+    out["eval"]["train_length"] = _window_metrics(model, *val_train, None)
+    for kind, block in WINDOW_TARGETS.items():
+        xv, yv = (torch.from_numpy(a).to(device) for a in window_task(
+            np.random.default_rng(30_000 + block), s["window_val"], target, block, w["vocab"], w["signal"]))
+        out["eval"][kind] = {}
+        for method, scaling in scalings(yarn)[kind].items():
+            out["eval"][kind][method] = _checkpoints(
+                model, scaling, s["window_budgets"], sampler(target, block, w["ft_batch_size"]), w["ft_batch_size"],
+                lambda m, scaling=scaling, xv=xv, yv=yv: _window_metrics(m, xv, yv, scaling), seed, device)
+    return out
+
+
+def _window_metrics(model, x, y, scaling: Scaling | None) -> dict:
+    """Loss, perplexity and accuracy of the window targets (positions with a whole window)."""
+    import torch
+
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        logits, loss = model(x, y, scaling=scaling)
+        keep = y >= 0
+        acc = float((logits.argmax(-1)[keep] == y[keep]).float().mean())
+    model.train(was)
+    return {"all": {"loss": float(loss), "perplexity": float(torch.exp(loss)), "accuracy": acc}}
+
+
+def text_run(kind: str, seed: int, s: dict, train_docs: list[str], val_docs: list[str], opts: Options,
+             yarn: dict[str, dict]) -> dict:
+    """Train at L on bytes; evaluate at L and at 4L per method and fine-tuning budget."""
+    from depstat.model import GPT
+    from depstat.train import pick_device, random_batch, set_seed, train
+
+    device = pick_device(opts.device)
+    set_seed(seed)
+    model = GPT(ModelConfig(vocab_size=256, block_size=LENGTH, rope_base=BASE, **MODEL))
+    cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=max(1, s["steps"] // 10), seed=seed)
+    tokens, val = text_bytes(train_docs), text_bytes(val_docs)
+    res = train(model, tokens, val, cfg, f"{kind} seed {seed}", device)
+    masks = {"all": None, **(arithmetic_masks(val_docs) if kind == "arithmetic" else {})}
+    target = FACTOR * LENGTH
+
+    def metrics(m, length: int, scaling: Scaling | None) -> dict:
+        return {k: evaluate(m, val, length, s["eval_windows"], scaling, mask) for k, mask in masks.items()}
+
+    out = {"train": res.to_dict(), "eval": {"train_length": metrics(model, LENGTH, None), kind: {}}}
+    for method, scaling in scalings(yarn)[kind].items():
+        out["eval"][kind][method] = _checkpoints(
+            model, scaling, s["budgets"], lambda rng: random_batch(tokens, target, FT_BATCH, rng, device), FT_BATCH,
+            lambda m, scaling=scaling: metrics(m, target, scaling), seed, device)
+    return out
+
+
+# the experiment
+
+
 def run(opts: Options) -> dict:
-    """Advice, training and extension for both kinds of data; write result.json and the figure."""
-    s = SETTINGS["quick" if opts.quick else "full"]
+    """Predict per kind of data, then train, extend and score; write result.json and the figure."""
+    s = SETTINGS[opts.setting]
     threads = set_threads(opts.threads)
+    seeds = opts.n_seeds(s["seeds"])
     store = RunStore(opts.out)
-    table, advice_by_kind, runs = {}, {}, []
-    for kind in KINDS:
-        train_docs, val_docs, path = _data(kind, s, opts)
-        adv = advice(path, ["bytes", "bpe-1k"], HEAD_DIM, LENGTH, FACTOR * LENGTH, max_docs=len(train_docs))
-        advice_by_kind[kind] = adv
-        results = []
-        for seed in range(opts.n_seeds()):
-            spec = {"experiment": "pi", "kind": kind, "base": adv["rope_theta"], "seed": seed, "length": LENGTH,
-                    "factor": FACTOR, "model": MODEL, **s}
+    data = opts.out / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    texts = {"natural text": split_docs(read_texts(opts.corpus, s["text_docs"])),
+             "arithmetic": split_docs(arithmetic_problems(s["arithmetic_docs"], seed=1))}
+    paths = {"natural text": opts.corpus,
+             "arithmetic": arithmetic_jsonl(data / "arithmetic.jsonl", s["arithmetic_docs"], seed=1)}
+    train_corpus = _window_corpus(data / "window-train.jsonl", WINDOW["block"], 1)
+    predictions = {kind: predict(kind, train_corpus, WINDOW["length"], None, None,
+                                 _window_corpus(data / f"window-target-B{block}.jsonl", block, 2))
+                   for kind, block in WINDOW_TARGETS.items()}
+    for kind in TEXT_KINDS:
+        predictions[kind] = predict(kind, paths[kind], LENGTH, ["bytes", "bpe-1k"], len(texts[kind][0]))
+    result = {"experiment": "pi", "quick": opts.quick, "setting": opts.setting, "prediction": PREDICTION, "predictions": predictions,
+              "settings": {**s, "length": LENGTH, "factor": FACTOR, "base": BASE, "model": MODEL, "window": WINDOW,
+                           "seeds": seeds, "ft_batch_size": FT_BATCH, "ft_lr": FT_LR}}
+    write_json(opts.out / "result.json", result)  # depstat's predictions are on disk before any model is evaluated
+    evals: dict[str, list[dict]] = {kind: [] for kind in KINDS}
+    runs = []
+    for seed in range(seeds):
+        yarn = {kind: predictions[kind]["yarn"] for kind in WINDOW_TARGETS}
+        spec = {"experiment": "pi/window", "seed": seed, "window": WINDOW, "factor": FACTOR, "base": BASE, "yarn": yarn,
+                "steps": s["window_steps"], "budgets": s["window_budgets"], "val": s["window_val"]}
+        r = store.get(f"window-seed{seed}", spec, lambda: window_run(seed, s, opts, yarn))
+        runs.append({"kind": "window", "seed": seed, "tokens_per_second": r["tokens_per_second"]})
+        for kind in WINDOW_TARGETS:
+            evals[kind].append({"train_length": r["eval"]["train_length"], **r["eval"][kind]})
+    for kind in TEXT_KINDS:
+        for seed in range(seeds):
+            yarn = {kind: predictions[kind]["yarn"]}
+            spec = {"experiment": "pi/text", "kind": kind, "seed": seed, "length": LENGTH, "factor": FACTOR, "yarn": yarn,
+                    "base": BASE, "model": MODEL, **{k: s[k] for k in ("text_docs", "arithmetic_docs", "steps",
+                                                                      "batch_size", "eval_windows", "budgets")}}
             r = store.get(f"{kind.replace(' ', '-')}-seed{seed}", spec,
-                          lambda: one_run(kind, adv["rope_theta"], seed, s, train_docs, val_docs, opts))
-            results.append(r)
+                          lambda: text_run(kind, seed, s, *texts[kind], opts, yarn))
             runs.append({"kind": kind, "seed": seed, "tokens_per_second": r["train"]["tokens_per_second"]})
-        table[kind] = _summarise(results)
-        table[kind]["verdict"] = adv["verdict"]
-        table[kind]["predicted_method"] = adv["extension"]
-        _judge(table[kind], "arithmetic" == kind)
-    result = {
-        "experiment": "pi", "quick": opts.quick,
-        "settings": {**s, "length": LENGTH, "factor": FACTOR, "eval_length": FACTOR * LENGTH, "model": MODEL,
-                     "seeds": opts.n_seeds(), "ft_batch_size": FT_BATCH, "ft_lr": FT_LR},
-        "advice": advice_by_kind, "table": table, "runs": runs, "run_counts": store.counts(), "threads": threads,
-        "tokens_per_second": float(np.median([r["tokens_per_second"] for r in runs])),
-        "figures": ["pi.png"],
-    }
-    _figure(table, opts)
+            evals[kind].append({"train_length": r["eval"]["train_length"], **r["eval"][kind]})
+    table = {kind: _summarise(evals[kind]) for kind in KINDS}
+    scorecard = [_score(kind, evals[kind], predictions[kind]) for kind in KINDS]
+    result.update({
+        "table": table, "scorecard": scorecard,
+        "correct": f"{sum(e['correct'] is True for e in scorecard)} right, {sum(e['correct'] is False for e in scorecard)} "
+                   f"wrong, {sum(e['correct'] is None for e in scorecard)} tied, of {len(scorecard)}",
+        "runs": runs, "run_counts": store.counts(), "threads": threads,
+        "tokens_per_second": float(np.median([r["tokens_per_second"] for r in runs])), "figures": ["pi.png"],
+    })
+    _figure(table, s, opts)
     write_json(opts.out / "result.json", result)
     return result
 
 
-def _summarise(results: list[dict]) -> dict:
-    """Per method: perplexity, loss and accuracies as mean and spread over seeds."""
-    out = {}
-    for method in ("train_length", *METHODS, *(f"{m}+ft" for m in METHODS)):
-        row = {}
-        for subset in results[0]["eval"][method]:
-            evals = [r["eval"][method][subset] for r in results]
-            prefix = "" if subset == "all" else f"{subset}_"
-            row[f"{prefix}perplexity"] = mean_spread([e["perplexity"] for e in evals])
-            row[f"{prefix}accuracy"] = mean_spread([e["accuracy"] for e in evals])
-        out[method] = row
+def metric_of(kind: str) -> str:
+    """The exact-token subset a kind of data is scored on."""
+    return "copy" if kind == "arithmetic" else "all"
+
+
+def _score(kind: str, evals: list[dict], prediction: dict) -> dict:
+    """Which of PI and YaRN scored higher (accuracy averaged over the budgets, paired by seed), against the prediction."""
+    subset = metric_of(kind)
+
+    def score(e: dict, method: str) -> float:
+        return float(np.mean([v[subset]["accuracy"] for v in e[method].values()]))
+
+    per_seed = {m: [score(e, m) for e in evals] for m in METHODS}
+    diff = np.array(per_seed["pi"]) - np.array(per_seed["yarn"])
+    mean, lo, hi = t_interval(diff)
+    best = "pi" if mean > 0 else "yarn"
+    clear = bool(lo > 0 or hi < 0)  # else a tie: neither right nor wrong
+    return {"data": kind, "verdict": prediction["verdict"], "dilation": prediction["dilation"]["verdict"],
+            "predicted_method": prediction["predicted_method"], "best_method": best,
+            "correct": prediction["predicted_method"] == best if clear else None, "clear": clear,
+            "pi_minus_yarn_accuracy": mean, "pi_minus_yarn_ci": [lo, hi], "metric": f"{subset} accuracy",
+            "best_overall": max(METHODS, key=lambda m: np.mean(per_seed[m])),
+            "score_by_method": {m: mean_spread(v) for m, v in per_seed.items()}}
+
+
+def _summarise(evals: list[dict]) -> dict:
+    """Per method and budget: perplexity and accuracies, mean and spread over seeds."""
+    out = {"train_length": {k: {"perplexity": mean_spread([e["train_length"][k]["perplexity"] for e in evals]),
+                                "accuracy": mean_spread([e["train_length"][k]["accuracy"] for e in evals])}
+                            for k in evals[0]["train_length"]}}
+    for method in METHODS:
+        out[method] = {b: {k: {"perplexity": mean_spread([e[method][b][k]["perplexity"] for e in evals]),
+                               "accuracy": mean_spread([e[method][b][k]["accuracy"] for e in evals])}
+                           for k in evals[0][method][b]} for b in evals[0][method]}
     return out
 
 
-def _judge(row: dict, exact: bool) -> None:
-    """Best method at s L by perplexity and by accuracy, and whether depstat's choice (PI or YaRN) was the better of the two.
-
-    Judged zero-shot and after fine-tuning (keys with suffix ``_fine_tuned``).
-    """
-    acc_key = "copy_accuracy" if exact else "accuracy"
-    row["accuracy_metric"] = acc_key
-    for suffix, tag in (("", ""), ("+ft", "_fine_tuned")):
-        methods = [m + suffix for m in METHODS]
-        row[f"best_by_perplexity{tag}"] = min(methods, key=lambda m: row[m]["perplexity"]["mean"])
-        row[f"best_by_accuracy{tag}"] = max(methods, key=lambda m: row[m][acc_key]["mean"])
-        better = max(("pi", "yarn"), key=lambda m: row[m + suffix][acc_key]["mean"])
-        row[f"better_of_pi_yarn_by_accuracy{tag}"] = better
-        row[f"verdict_predicted_method{tag}"] = row["predicted_method"] == better
-
-
-def _figure(table: dict, opts: Options) -> None:
-    """Perplexity and accuracy at s L by method, one panel pair per kind of data."""
+def _figure(table: dict, s: dict, opts: Options) -> None:
+    """Exact-token accuracy at 4L against the fine-tuning budget, one panel per kind of data."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.2))
-    names = ("train_length", *METHODS, *(f"{m}+ft" for m in METHODS))
-    x = np.arange(len(names))
-    for k, kind in enumerate(KINDS):
-        row = table[kind]
-        w = 0.38
-        axes[0].bar(x + (k - 0.5) * w, [row[m]["perplexity"]["mean"] for m in names], w, label=kind)
-        axes[1].bar(x + (k - 0.5) * w, [row[m][row["accuracy_metric"]]["mean"] for m in names], w,
-                    label=f"{kind} ({row['accuracy_metric'].replace('_', ' ')})")
-    for ax, what in zip(axes, ("perplexity (per byte)", "top-1 accuracy")):
-        ax.set_xticks(x, [f"L={LENGTH}" if n == "train_length" else f"{n} @ {FACTOR}L" for n in names])
-        ax.set(ylabel=what)
-        ax.tick_params(axis="x", labelrotation=30)
-        ax.grid(alpha=0.3, axis="y")
-        ax.legend(fontsize=8)
-    axes[0].set_yscale("log")
-    fig.suptitle(f"context extension x{FACTOR}: zero-shot and after fine-tuning at {FACTOR}L (+ft)")
+    fig, axes = plt.subplots(1, len(KINDS), figsize=(4 * len(KINDS), 3.8))
+    for ax, kind in zip(axes, KINDS):
+        subset = metric_of(kind)
+        for i, method in enumerate(METHODS):
+            rows = table[kind][method]
+            budgets = [int(b) for b in rows]
+            x = [max(b, 1) for b in budgets]
+            m = [rows[b][subset]["accuracy"]["mean"] for b in rows]
+            sd = [rows[b][subset]["accuracy"]["std"] for b in rows]
+            ax.errorbar(x, m, yerr=sd, fmt="o-", ms=3, color=f"C{i}", capsize=3, label=method)
+        ax.axhline(table[kind]["train_length"][subset]["accuracy"]["mean"], color="k", ls=":", label="at L_train")
+        ax.set(xscale="log", xlabel="fine-tuning steps at 4L (0 plotted at 1)", ylabel=f"{subset} accuracy",
+               title=kind)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"context extension x{FACTOR}: exact-token accuracy against the fine-tuning budget")
     savefig(fig, opts.out / "pi.png")
