@@ -276,8 +276,9 @@ def run_profile(args: argparse.Namespace) -> Profile:
 def render(result: Profile) -> str:
     """The console report: per-granularity facts, then the profile table."""
     summary = result.summary()
-    lines = [f"corpus: {summary['corpus'].get('spec')}  ({summary['sampling']['rule']})"]
     c = summary["corpus"]
+    field = f"; token ids from field {c['ids_field']!r}" if c.get("ids_field") else ""
+    lines = [f"corpus: {c.get('spec')}  ({summary['sampling']['rule']}{field})"]
     if c.get("skipped_bad_records"):
         lines.append(f"skipped bad records: {c['skipped_bad_records']} {c['skipped_reasons']}")
     lines.append(f"estimator: {result.estimator}; {int(result.confidence * 100)}% jackknife intervals")

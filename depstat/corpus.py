@@ -4,7 +4,8 @@ Supported inputs (decided from the spec at construction, so bad paths fail early
 
 * JSON Lines ``.jsonl``, ``.jsonl.gz``, ``.jsonl.zst``: one JSON object per line, text in
   ``text_field``; pre-tokenized when ``ids_field`` is given or when the first record lacks
-  ``text_field`` but has ``input_ids``.
+  ``text_field`` but has one of ``IDS_FIELDS`` (``input_ids``, ``tokens``, ``token_ids``, ``ids``:
+  the first present is used, and ``describe`` names it).
 * Parquet ``.parquet``: one row per document, read in batches of one column.
 * Plain text ``.txt``, ``.md``, ``.rst``, ``.py``: one document per file.  A single file with
   any other extension is read as text only if it looks like UTF-8 text (``.json`` is refused).
@@ -49,6 +50,7 @@ JSONL_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst")
 STREAM_FORMATS = ("npy", "bin")
 BIN_DTYPES = ("uint16", "uint32")
 DEFAULT_IDS_FIELD = "input_ids"
+IDS_FIELDS = (DEFAULT_IDS_FIELD, "tokens", "token_ids", "ids")  # token-id fields as datasets ship them
 SAVED_DATASET_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
 SKIP_HINT = "fix the record or pass --skip-bad to skip bad records"
 STREAM_CHUNK_TOKENS = 1 << 22
@@ -176,8 +178,9 @@ class Corpus:
             return "ids", self.ids_field
         if names is not None:
             names = set(names)
-            if self.text_field not in names and DEFAULT_IDS_FIELD in names:
-                return "ids", DEFAULT_IDS_FIELD
+            found = [f for f in IDS_FIELDS if f in names]
+            if self.text_field not in names and found:
+                return "ids", found[0]
         return "text", self.text_field
 
     def _decide_files_kind(self) -> str:

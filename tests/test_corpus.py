@@ -118,6 +118,17 @@ def test_ids_jsonl_detected_from_first_record(tmp_path):
     assert corpus.describe()["ids_field"] == "input_ids"
 
 
+def test_ids_fields_as_datasets_ship_them_are_detected(tmp_path):
+    """ClimbMix's shape: GPT-2 ids under 'tokens', beside a count and a cluster id (parquet and jsonl)."""
+    rows = {"tokens": [[1, 2, 3], [4]], "token_count": [3, 1], "cluster_id": [0, 7]}
+    pq.write_table(pa.table(rows), str(tmp_path / "c.parquet"))
+    corpus = open_corpus(str(tmp_path / "c.parquet"))
+    assert corpus.kind == "ids" and ids(corpus) == [[1, 2, 3], [4]] and corpus.describe()["ids_field"] == "tokens"
+    path = write(tmp_path / "c.jsonl", jsonl_bytes([{"token_ids": [9, 8], "ids": [0]}]))
+    corpus = open_corpus(path)
+    assert ids(corpus) == [[9, 8]] and corpus.describe()["ids_field"] == "token_ids"  # the first known name wins
+
+
 def test_ids_jsonl_with_explicit_field(tmp_path):
     path = write(tmp_path / "t.jsonl", jsonl_bytes([{"text": "t", "toks": [1, 2]}, {"toks": []}, {"toks": [3]}]))
     corpus = open_corpus(path, ids_field="toks")
