@@ -68,6 +68,9 @@ def corpus_options() -> argparse.ArgumentParser:
     g = p.add_argument_group("input")
     g.add_argument("--text-field", default="text", help="JSON/parquet/dataset field holding the text (default: text)")
     g.add_argument("--ids-field", default=None, help="field holding token ids (pre-tokenized input; default input_ids when detected)")
+    g.add_argument("--ids-tokenizer", default=None, metavar="PATH",
+                   help="tokenizer.json that made the token ids: decode them to text, so every granularity (and "
+                   "bytes per token) exists; the ids become the granularity named after it")
     g.add_argument("--eos-id", type=int, default=None, help="document separator id in .npy/.bin token streams")
     g.add_argument("--bin-dtype", default="uint16", choices=["uint16", "uint32"], help="dtype of .bin token streams")
     g.add_argument("--vocab-size", type=int, default=None, help="vocabulary size of pre-tokenized input (default: largest id + 1)")
@@ -265,6 +268,7 @@ def run_profile(args: argparse.Namespace) -> Profile:
         population=args.population,
         text_field=args.text_field,
         ids_field=args.ids_field,
+        ids_tokenizer=args.ids_tokenizer,
         eos_id=args.eos_id,
         bin_dtype=args.bin_dtype,
         skip_bad=args.skip_bad,

@@ -109,18 +109,22 @@ class Corpus:
         skip_bad: bool = False,
         hf_split: str = "train",
         hf_config: str | None = None,
+        ids_tokenizer: str | None = None,
     ) -> None:
         self._configure(spec, text_field, ids_field, eos_id, bin_dtype, skip_bad, hf_split, hf_config)
         if spec.startswith("hf:"):
             self._attach_dataset(load_hf_dataset(_hf_name(spec), hf_config, hf_split), "hf")
-            return
-        self.files = resolve_files(spec)
-        if len(self.files) == 1 and _is_saved_dataset(self.files[0]):
-            self._split = _saved_dataset_split(self.files[0], hf_split)
-            self._attach_dataset(load_saved_dataset(self.files[0], hf_split), "datasets")
-            return
-        self._formats = sorted({_format_of(path) or "text" for path in self.files})
-        self.kind = self._decide_files_kind()
+        else:
+            self.files = resolve_files(spec)
+            if len(self.files) == 1 and _is_saved_dataset(self.files[0]):
+                self._split = _saved_dataset_split(self.files[0], hf_split)
+                self._attach_dataset(load_saved_dataset(self.files[0], hf_split), "datasets")
+            else:
+                self._formats = sorted({_format_of(path) or "text" for path in self.files})
+                self.kind = self._decide_files_kind()
+        self._records = self.kind
+        if ids_tokenizer is not None:
+            self._decode_with(ids_tokenizer)
 
     @classmethod
     def from_dataset(
@@ -136,7 +140,19 @@ class Corpus:
         corpus = cls.__new__(cls)
         corpus._configure(source, text_field, ids_field, None, "uint16", skip_bad, "train", None)
         corpus._attach_dataset(dataset, "dataset")
+        corpus._records = corpus.kind
         return corpus
+
+    def _decode_with(self, path: str) -> None:
+        """Yield the ids decoded to text by the tokenizer that made them (a ``tokenizer.json``)."""
+        from depstat.granularity import load_tokenizer
+
+        if self.kind != "ids":
+            raise DepstatError("--ids-tokenizer was given but the input is text", path=self.spec,
+                               hint="drop --ids-tokenizer, or point at pre-tokenized files")
+        self._decoder = load_tokenizer(path)
+        self.ids_tokenizer = path
+        self.kind = "text"
 
     def _configure(
         self,
@@ -162,7 +178,10 @@ class Corpus:
         self.skip_bad = skip_bad
         self.hf_split = hf_split
         self.hf_config = hf_config
-        self.kind = "text"
+        self.kind = "text"  # what iterating yields: text, or token ids
+        self._records = "text"  # what the records hold (ids decoded to text are "ids" here, "text" above)
+        self.ids_tokenizer: str | None = None
+        self._decoder = None
         self.files: list[str] = []
         self.stats = ReadStats()
         self._dataset: Iterable[Mapping[str, Any]] | None = None
@@ -273,6 +292,8 @@ class Corpus:
                 self.stats.empty += 1
                 continue
             self.stats.documents += 1
+            if self._decoder is not None:
+                doc = Document(doc.source, doc.line, text=self._decoder.decode(doc.ids.tolist()))
             yield doc
 
     def _documents(self) -> Iterator[Document]:
@@ -305,7 +326,7 @@ class Corpus:
         """Turn one record's field value into a Document or raise _BadRecord."""
         if value is None:
             raise _BadRecord("null value", f"field '{self._field}' is null")
-        if self.kind == "text":
+        if self._records == "text":
             if not isinstance(value, str):
                 raise _BadRecord(
                     "not a string", f"field '{self._field}' is {_type_name(value)}, expected a string"
@@ -321,7 +342,7 @@ class Corpus:
             raise _BadRecord(
                 f"missing field '{self._field}'",
                 f"record has no field '{self._field}' (fields: {_list_names(record)})",
-                hint=f"choose the field with {'--ids-field' if self.kind == 'ids' else '--text-field'}, "
+                hint=f"choose the field with {'--ids-field' if self._records == 'ids' else '--text-field'}, "
                 "or pass --skip-bad to skip such records",
             )
         return self._value_document(source, line, record[self._field])
@@ -421,7 +442,9 @@ class Corpus:
             "file_count": len(self.files),
         }
         if set(self._formats) - set(STREAM_FORMATS) - {"text"}:
-            info["ids_field" if self.kind == "ids" else "text_field"] = self._field
+            info["ids_field" if self._records == "ids" else "text_field"] = self._field
+        if self.ids_tokenizer is not None:
+            info["ids_decoded_with"] = self.ids_tokenizer
         if set(self._formats) & set(STREAM_FORMATS):
             info["eos_id"] = self.eos_id
             info["stream_documents"] = (

@@ -434,7 +434,9 @@ def profile(
     (an embedded Dask LocalCluster) or ``scheduler`` (an existing cluster's address) the
     pairs are counted on Dask workers (``depstat.distributed``), with the same results, in
     shard tasks of ``shard_tokens`` positions (default ``distributed.graph_plan``'s).
-    ``pair_memory`` (bytes) caps the local counter's pair buffers (``PairCounter``).
+    ``pair_memory`` (bytes) caps the local counter's pair buffers (``PairCounter``). Token ids
+    opened with ``ids_tokenizer`` (a corpus option: the ``tokenizer.json`` that made them) are
+    decoded and profiled as text, with that tokenizer as one more granularity.
     """
     _check_estimator(estimator)
     check_profile_options(confidence, null_draws, order, population, seed)
@@ -450,6 +452,8 @@ def profile(
     cache = TokenCache(cache_dir) if cache_dir is not None else None
     if isinstance(corpus, str):
         corpus = open_corpus(corpus, **corpus_options)
+    if corpus.ids_tokenizer is not None and corpus.ids_tokenizer not in tokenizers:
+        tokenizers = (*tokenizers, corpus.ids_tokenizer)  # the given ids, re-made from the decoded text
     grid = np.unique(np.asarray(offsets, dtype=np.int64)) if offsets is not None else log_offsets(max_offset)
     if grid.size == 0 or grid.min() < 1:
         raise DepstatError("offsets must be positive integers")

@@ -414,3 +414,36 @@ def test_bad_token_streams(tmp_path):
 def test_documents_keep_source_and_line_fields():
     doc = Document("f.jsonl", 4, text="x")
     assert (doc.source, doc.line, doc.text, doc.ids) == ("f.jsonl", 4, "x", None)
+
+
+def climbmix_fixture(tmp_path, n_docs: int = 60):
+    """ClimbMix's shape: ids from a tokenizer trained here, cluster ids, two parquet parts, sorted by cluster."""
+    from depstat.granularity import train_bpe
+
+    texts = [f"document {i} about topic {i % 3}: " + " ".join(f"word{(i * j) % 17}" for j in range(40))
+             for i in range(n_docs)]
+    tok = train_bpe(texts, 300)
+    tok_path = tmp_path / "tok" / "tokenizer.json"
+    tok_path.parent.mkdir()
+    tok.save(str(tok_path))
+    ids = [e.ids for e in tok.encode_batch(texts)]
+    order = sorted(range(n_docs), key=lambda i: i % 3)  # sorted by cluster, as ClimbMix ships
+    half = n_docs // 2
+    for part, rows in enumerate((order[:half], order[half:])):
+        pq.write_table(pa.table({"tokens": [ids[i] for i in rows], "token_count": [len(ids[i]) for i in rows],
+                                 "cluster_id": [i % 3 for i in rows]}), str(tmp_path / f"part-{part}.parquet"))
+    return tmp_path, tok_path, texts, ids
+
+
+def test_ids_decoded_with_their_tokenizer(tmp_path):
+    root, tok_path, texts, ids_ = climbmix_fixture(tmp_path)
+    corpus = open_corpus(str(root / "*.parquet"), ids_tokenizer=str(tok_path))
+    docs = list(corpus)
+    assert corpus.kind == "text" and sorted(d.text for d in docs) == sorted(texts)
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(tok_path))
+    assert sorted(e.ids for e in tok.encode_batch([d.text for d in docs])) == sorted(ids_)  # a lossless round trip
+    assert corpus.describe()["ids_field"] == "tokens" and corpus.describe()["ids_decoded_with"] == str(tok_path)
+    with pytest.raises(DepstatError, match="--ids-tokenizer was given but the input is text"):
+        open_corpus(write(tmp_path / "t.jsonl", jsonl_bytes(RECORDS)), ids_tokenizer=str(tok_path))

@@ -342,3 +342,22 @@ def test_a_streamed_dataset_is_read_once_for_all_granularities(small_corpus: Pat
     q = depstat.profile(corpus, granularities=["bytes"], max_offset=64, max_docs=20)
     assert len(passes) - opened == 1 and q.granularities["bytes"]["n_docs"] == 20
     assert q.sampling["sample"] == "random" and "seeded shuffle" in q.sampling["rule"]
+
+
+def test_token_id_corpus_gets_the_whole_ladder_with_its_tokenizer(tmp_path):
+    """Decoded with the tokenizer that made them, ids get bytes, BPE and bytes per token; the ids
+    themselves come back as the tokenizer's granularity, token for token."""
+    from tests.test_corpus import climbmix_fixture
+
+    root, tok_path, _, ids_ = climbmix_fixture(tmp_path)
+    spec = str(root / "*.parquet")
+    p = depstat.profile(spec, granularities=["bytes", "bpe-1k"], max_offset=16, ids_tokenizer=str(tok_path))
+    assert set(p.granularities) == {"bytes", "bpe-1k", "tok"}  # "tok": the tokenizer's directory
+    given = depstat.profile(spec, max_offset=16)
+    assert p.granularities["tok"]["n_tokens"] == given.granularities["ids"]["n_tokens"] == sum(map(len, ids_))
+    assert p.granularities["tok"]["bytes_per_token"] > 1 and given.granularities["ids"].get("bytes_per_token") is None
+    mine = p.table.filter(pl.col("granularity") == "tok").sort("offset")
+    theirs = given.table.filter(pl.col("granularity") == "ids").sort("offset")
+    # the same ids; only the null's draws differ (they follow the documents' keys: text here, ids there)
+    half_width = (theirs["ci_high"] - theirs["ci_low"]).to_numpy() / 2
+    assert np.all(np.abs(mine["mi_bits"].to_numpy() - theirs["mi_bits"].to_numpy()) < half_width)
