@@ -14,9 +14,11 @@ import polars as pl
 from depstat import __version__
 from depstat.analysis import DEFAULT_TRAIN_LENGTH, Analysis, Settings, analyze
 from depstat.cache import default_cache_dir
+from depstat.corpus import open_corpus
 from depstat.errors import DepstatError
 from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
 from depstat.granularity import DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS
+from depstat.groups import Groups, profile_groups
 from depstat.kernels import NOTE_BLOCKS
 from depstat.profile import (
     DEFAULT_BLOCKS,
@@ -188,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--out", default=None, help="directory for profile.parquet and summary.json")
     o.add_argument("--format", choices=["table", "json"], default="table", help="console output (default: table)")
     o.add_argument("--report", action="store_true", help="also write report.html and report.md into --out")
+    p.add_argument("--group-by", default=None, metavar="FIELD",
+                   help="also profile and analyse each value of this record field (e.g. cluster_id, source) on its "
+                   "share of the sample: one table across groups; with --out, groups.parquet and groups/VALUE/")
 
     s = sub.add_parser("selfsim", parents=[corpus, analysis], help="self-similarity report across granularities")
     s.add_argument("source", help=source_help)
@@ -238,43 +243,47 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_profile(args: argparse.Namespace) -> Profile:
     """Run ``depstat profile`` from parsed arguments."""
-    offsets = None
-    if args.offsets:
-        offsets = log_offsets(args.max_offset, extra=args.offsets)
-    return profile(
-        args.corpus,
-        granularities=args.granularity,
-        tokenizers=args.tokenizer,
-        offsets=offsets,
-        max_offset=args.max_offset,
-        estimator=args.estimator,
-        confidence=args.confidence,
-        n_blocks=args.blocks,
-        max_docs=args.max_docs,
-        max_tokens=args.max_tokens,
-        vocab_size=args.vocab_size,
-        train_docs=args.train_docs,
-        train_bytes=args.train_bytes,
-        seed=args.seed,
-        cache_dir=None if args.no_cache else (args.cache_dir or default_cache_dir()),
-        workers=args.workers,
-        scheduler=args.scheduler,
-        shared_dir=args.shared_dir,
-        shard_tokens=args.shard_tokens,
-        pair_memory=args.pair_memory,
-        sample=args.sample,
-        null_draws=args.null_draws,
-        order=args.document_order,
-        population=args.population,
-        text_field=args.text_field,
-        ids_field=args.ids_field,
-        ids_tokenizer=args.ids_tokenizer,
-        eos_id=args.eos_id,
-        bin_dtype=args.bin_dtype,
-        skip_bad=args.skip_bad,
-        hf_split=args.split,
-        hf_config=args.hf_config,
-    )
+    return profile(args.corpus, max_docs=args.max_docs, max_tokens=args.max_tokens, seed=args.seed, sample=args.sample,
+                   **profile_options(args), **reading_options(args))
+
+
+def profile_options(args: argparse.Namespace) -> dict:
+    """``profile()``'s options other than the corpus, its reading options and the sample."""
+    return {
+        "granularities": args.granularity, "tokenizers": args.tokenizer,
+        "offsets": log_offsets(args.max_offset, extra=args.offsets) if args.offsets else None,
+        "max_offset": args.max_offset, "estimator": args.estimator, "confidence": args.confidence,
+        "n_blocks": args.blocks, "vocab_size": args.vocab_size, "train_docs": args.train_docs,
+        "train_bytes": args.train_bytes,
+        "cache_dir": None if args.no_cache else (args.cache_dir or default_cache_dir()),
+        "workers": args.workers, "scheduler": args.scheduler, "shared_dir": args.shared_dir,
+        "shard_tokens": args.shard_tokens, "pair_memory": args.pair_memory, "null_draws": args.null_draws,
+        "order": args.document_order, "population": args.population,
+    }
+
+
+def reading_options(args: argparse.Namespace) -> dict:
+    """How the corpus is read (``open_corpus``'s options)."""
+    return {
+        "text_field": args.text_field, "ids_field": args.ids_field, "ids_tokenizer": args.ids_tokenizer,
+        "eos_id": args.eos_id, "bin_dtype": args.bin_dtype, "skip_bad": args.skip_bad, "hf_split": args.split,
+        "hf_config": args.hf_config,
+    }
+
+
+def run_groups(args: argparse.Namespace, settings: Settings) -> Groups:
+    """The per-group profiles of ``depstat profile --group-by``."""
+    corpus = open_corpus(args.corpus, group_field=args.group_by, **reading_options(args))
+    return profile_groups(corpus, settings, max_docs=args.max_docs, max_tokens=args.max_tokens, seed=args.seed,
+                          sample=args.sample, **profile_options(args))
+
+
+def render_groups(groups: Groups) -> str:
+    """The table across groups."""
+    table = groups.table.with_columns(pl.col(pl.Float64).round(3))
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
+                   fmt_str_lengths=60, tbl_width_chars=250):
+        return f"groups by {groups.field!r} (each on its share of the sample):\n{table}"
 
 
 def render(result: Profile) -> str:
@@ -407,18 +416,23 @@ def cmd_profile(args: argparse.Namespace) -> int:
     check_settings(settings)
     result = run_profile(args)
     analysis = analyze(result, settings)
+    groups = run_groups(args, settings) if args.group_by else None
     if args.out:
-        result.save(args.out, analysis)
+        result.save(args.out, analysis, groups)
         if args.report:
             from depstat.report import build_report
 
             build_report(result, analysis, args.out)
     if args.format == "json":
-        print(json.dumps({**result.summary(), **analysis.to_dict()}, indent=2, default=str))
+        extra = {"groups": groups.to_dict()} if groups else {}
+        print(json.dumps({**result.summary(), **analysis.to_dict(), **extra}, indent=2, default=str))
         return 0
     print(render(result))
     print()
     print(render_analysis(analysis))
+    if groups is not None:
+        print()
+        print(render_groups(groups))
     if args.out:
         print(f"\nwrote {args.out}/profile.parquet and {args.out}/summary.json" + (" and report.html/.md" if args.report else ""))
     return 0

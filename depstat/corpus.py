@@ -67,6 +67,7 @@ class Document:
     line: int
     text: str | None = None
     ids: np.ndarray | None = None
+    group: str | None = None  # the value of the corpus's group field, when it has one
 
 
 @dataclass
@@ -110,8 +111,10 @@ class Corpus:
         hf_split: str = "train",
         hf_config: str | None = None,
         ids_tokenizer: str | None = None,
+        group_field: str | None = None,
     ) -> None:
         self._configure(spec, text_field, ids_field, eos_id, bin_dtype, skip_bad, hf_split, hf_config)
+        self.group_field = group_field
         if spec.startswith("hf:"):
             self._attach_dataset(load_hf_dataset(_hf_name(spec), hf_config, hf_split), "hf")
         else:
@@ -125,6 +128,9 @@ class Corpus:
         self._records = self.kind
         if ids_tokenizer is not None:
             self._decode_with(ids_tokenizer)
+        if group_field is not None and set(self._formats) & {*STREAM_FORMATS, "text"}:
+            raise DepstatError(f"--group-by '{group_field}' needs records with fields", path=spec,
+                               hint="use jsonl, parquet or a dataset, whose records can carry a group field")
 
     @classmethod
     def from_dataset(
@@ -154,6 +160,16 @@ class Corpus:
         self.ids_tokenizer = path
         self.kind = "text"
 
+    def only(self, group: str) -> Corpus:
+        """The same corpus, yielding only the documents whose group field has the value ``group``."""
+        if self.group_field is None:
+            raise DepstatError("this corpus has no group field", hint="open it with group_field (--group-by)")
+        copy = object.__new__(Corpus)
+        copy.__dict__.update(self.__dict__)
+        copy.group = group
+        copy.stats = ReadStats()
+        return copy
+
     def _configure(
         self,
         spec: str,
@@ -182,6 +198,8 @@ class Corpus:
         self._records = "text"  # what the records hold (ids decoded to text are "ids" here, "text" above)
         self.ids_tokenizer: str | None = None
         self._decoder = None
+        self.group_field: str | None = None
+        self.group: str | None = None  # set by ``only``: iterate one group's documents
         self.files: list[str] = []
         self.stats = ReadStats()
         self._dataset: Iterable[Mapping[str, Any]] | None = None
@@ -240,6 +258,8 @@ class Corpus:
             names = _parquet_columns(path)
             kind, record_field = self._pick_field(names)
             _require_column(record_field, names, path, kind)
+            if self.group_field is not None:
+                _require_column(self.group_field, names, path, "group")
             return kind, record_field
         keys = _first_record_keys(path)
         if keys is None and self.ids_field is None:
@@ -257,8 +277,10 @@ class Corpus:
             self.ids_field = self._field
         if names is not None:
             _require_column(self._field, names, self.spec, self.kind)
+            if self.group_field is not None:
+                _require_column(self.group_field, names, self.spec, "group")
             if hasattr(dataset, "select_columns"):
-                dataset = dataset.select_columns([self._field])
+                dataset = dataset.select_columns([self._field] + ([self.group_field] if self.group_field else []))
         self._dataset = dataset
         self._formats = [fmt]
 
@@ -288,12 +310,14 @@ class Corpus:
         """Yield every non-empty, valid document in order, refreshing ``stats`` as it goes."""
         self.stats = ReadStats()
         for doc in self._documents():
+            if self.group is not None and doc.group != self.group:
+                continue
             if _is_empty(doc):
                 self.stats.empty += 1
                 continue
             self.stats.documents += 1
             if self._decoder is not None:
-                doc = Document(doc.source, doc.line, text=self._decoder.decode(doc.ids.tolist()))
+                doc = Document(doc.source, doc.line, text=self._decoder.decode(doc.ids.tolist()), group=doc.group)
             yield doc
 
     def _documents(self) -> Iterator[Document]:
@@ -322,17 +346,21 @@ class Corpus:
         self.stats.skipped += 1
         self.stats.skipped_reasons[bad.reason] = self.stats.skipped_reasons.get(bad.reason, 0) + 1
 
-    def _value_document(self, source: str, line: int, value: Any) -> Document:
-        """Turn one record's field value into a Document or raise _BadRecord."""
+    def _value_document(self, source: str, line: int, value: Any, group: Any = None) -> Document:
+        """Turn one record's field value (and group value) into a Document or raise _BadRecord."""
         if value is None:
             raise _BadRecord("null value", f"field '{self._field}' is null")
+        if self.group_field is not None and (group is None or isinstance(group, (dict, list))):
+            raise _BadRecord("bad group value", f"group field '{self.group_field}' is "
+                             f"{'null' if group is None else _type_name(group)}, expected a string or a number")
+        label = None if self.group_field is None else str(group)
         if self._records == "text":
             if not isinstance(value, str):
                 raise _BadRecord(
                     "not a string", f"field '{self._field}' is {_type_name(value)}, expected a string"
                 )
-            return Document(source, line, text=value)
-        return Document(source, line, ids=_to_ids(value, self._field))
+            return Document(source, line, text=value, group=label)
+        return Document(source, line, ids=_to_ids(value, self._field), group=label)
 
     def _record_document(self, source: str, line: int, record: Any) -> Document:
         """Pick the configured field out of one record (a JSON object or dataset row)."""
@@ -345,7 +373,11 @@ class Corpus:
                 hint=f"choose the field with {'--ids-field' if self._records == 'ids' else '--text-field'}, "
                 "or pass --skip-bad to skip such records",
             )
-        return self._value_document(source, line, record[self._field])
+        if self.group_field is not None and self.group_field not in record:
+            raise _BadRecord(f"missing field '{self.group_field}'", f"record has no group field "
+                             f"'{self.group_field}' (fields: {_list_names(record)})")
+        group = record[self.group_field] if self.group_field is not None else None
+        return self._value_document(source, line, record[self._field], group)
 
     def _read_jsonl(self, path: str) -> Iterator[Document]:
         """Yield one document per non-blank JSON Lines record, streaming the (compressed) file."""
@@ -367,12 +399,14 @@ class Corpus:
 
         row = 0
         try:
+            columns = [self._field] + ([self.group_field] if self.group_field is not None else [])
             with pq.ParquetFile(path) as parquet:
-                for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=[self._field]):
-                    for value in batch.column(0).to_pylist():
+                for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns):
+                    groups = batch.column(1).to_pylist() if len(columns) > 1 else [None] * batch.num_rows
+                    for value, group in zip(batch.column(0).to_pylist(), groups):
                         row += 1
                         try:
-                            doc = self._value_document(path, row, value)
+                            doc = self._value_document(path, row, value, group)
                         except _BadRecord as bad:
                             self._reject(bad, path, row)
                             continue
@@ -445,6 +479,10 @@ class Corpus:
             info["ids_field" if self._records == "ids" else "text_field"] = self._field
         if self.ids_tokenizer is not None:
             info["ids_decoded_with"] = self.ids_tokenizer
+        if self.group_field is not None:
+            info["group_field"] = self.group_field
+        if self.group is not None:
+            info["group"] = self.group
         if set(self._formats) & set(STREAM_FORMATS):
             info["eos_id"] = self.eos_id
             info["stream_documents"] = (
@@ -638,7 +676,7 @@ def _parquet_columns(path: str) -> list[str]:
 def _require_column(name: str, columns: list[str], source: str, kind: str) -> None:
     """Raise a DepstatError naming the available columns when the wanted one is absent."""
     if name not in columns:
-        option = "--ids-field" if kind == "ids" else "--text-field"
+        option = {"ids": "--ids-field", "group": "--group-by"}.get(kind, "--text-field")
         raise DepstatError(
             f"no column '{name}' (columns: {_list_names(columns)})",
             path=source,

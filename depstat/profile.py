@@ -171,19 +171,23 @@ class Profile:
             "granularities": grans,
         }
 
-    def save(self, out_dir: str | Path, analysis: object | None = None) -> Path:
+    def save(self, out_dir: str | Path, analysis: object | None = None, groups: object | None = None) -> Path:
         """Write profile.parquet, replicates.parquet (the whole-profile replicates, when the profile
         has them) and summary.json into ``out_dir`` (created if needed); an ``analysis``
-        (``depstat.analyze``) adds its sections to summary.json."""
+        (``depstat.analyze``) adds its sections to summary.json, ``groups``
+        (``depstat.groups.profile_groups``) its ``groups`` section, groups.parquet and groups/VALUE/."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
+        if groups is not None:
+            groups.save(out)
         if self.has_replicates:
             reps = self.replicates
-            _atomic_write(out / "replicates.parquet", lambda p: reps.write_parquet(p))
-        _atomic_write(out / "profile.parquet", lambda p: self.to_polars().write_parquet(p))
-        summary = {**self.summary(), **(analysis.to_dict() if analysis is not None else {})}
+            atomic_write(out / "replicates.parquet", lambda p: reps.write_parquet(p))
+        atomic_write(out / "profile.parquet", lambda p: self.to_polars().write_parquet(p))
+        summary = {**self.summary(), **(analysis.to_dict() if analysis is not None else {}),
+                   **({"groups": groups.to_dict()} if groups is not None else {})}
         text = json.dumps(summary, indent=2, default=_json_default)
-        _atomic_write(out / "summary.json", lambda p: Path(p).write_text(text + "\n"))
+        atomic_write(out / "summary.json", lambda p: Path(p).write_text(text + "\n"))
         return out
 
     @classmethod
@@ -657,7 +661,7 @@ class _Stopwatch:
             yield item
 
 
-def _atomic_write(path: Path, write) -> None:
+def atomic_write(path: Path, write) -> None:
     """Write to a temporary sibling and rename, so an interrupted run leaves no half file."""
     tmp = path.with_name(path.name + ".tmp")
     write(str(tmp))

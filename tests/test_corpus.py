@@ -447,3 +447,23 @@ def test_ids_decoded_with_their_tokenizer(tmp_path):
     assert corpus.describe()["ids_field"] == "tokens" and corpus.describe()["ids_decoded_with"] == str(tok_path)
     with pytest.raises(DepstatError, match="--ids-tokenizer was given but the input is text"):
         open_corpus(write(tmp_path / "t.jsonl", jsonl_bytes(RECORDS)), ids_tokenizer=str(tok_path))
+
+
+def test_group_field_is_read_and_filters(tmp_path):
+    root, _, _, _ = climbmix_fixture(tmp_path)
+    corpus = open_corpus(str(root / "*.parquet"), group_field="cluster_id")
+    docs = list(corpus)
+    assert {d.group for d in docs} == {"0", "1", "2"} and len(docs) == 60
+    one = corpus.only("1")
+    assert [d.group for d in one] == ["1"] * 20 and one.describe()["group"] == "1"
+    assert len(list(corpus)) == 60  # the original is unchanged
+    path = write(tmp_path / "g.jsonl", jsonl_bytes([{"text": "a", "source": "web"}, {"text": "b"}]))
+    with pytest.raises(DepstatError, match="record has no group field 'source'"):
+        list(open_corpus(path, group_field="source"))
+    listed = write(tmp_path / "l.jsonl", jsonl_bytes([{"text": "a", "source": ["web", "news"]}]))
+    with pytest.raises(DepstatError, match=r"l.jsonl:1: group field 'source' is an array, expected a string or a number"):
+        list(open_corpus(listed, group_field="source"))
+    with pytest.raises(DepstatError, match="no column 'domain'.*--group-by"):
+        open_corpus(str(root / "part-0.parquet"), group_field="domain")
+    with pytest.raises(DepstatError, match="needs records with fields"):
+        open_corpus(write(tmp_path / "a.txt", "plain"), group_field="source")

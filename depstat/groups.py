@@ -1,0 +1,167 @@
+"""Per-group profiles and advice: each value of a field (ClimbMix's clusters, a ``source`` column)
+profiled and analysed with the same offsets, granularities and settings as the whole corpus.
+
+A group's documents are those of the whole corpus's sample that carry its value: with a budget
+(``max_docs`` / ``max_tokens``), the whole sample is drawn first and each group is profiled on
+its share of it (the same documents, since the sample is a prefix of one seeded order), so the
+groups' counts add up to the sample's. Vocabularies (BPE, words) are trained on each group's own
+documents, as for a model trained on that group alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from depstat.analysis import Analysis, Settings, analyze
+from depstat.corpus import Corpus
+from depstat.errors import DepstatError
+from depstat.profile import Profile, atomic_write, profile
+from depstat.sampling import DEFAULT_SAMPLE, select
+
+MAX_GROUPS = 64
+
+
+@dataclass(frozen=True)
+class Group:
+    """One group: its value, how many of the sample's documents it holds, and its results
+    (``error`` says why a group has no profile or no analysis)."""
+
+    value: str
+    n_docs: int
+    profile: Profile | None
+    analysis: Analysis | None
+    error: str | None = None
+
+    def row(self) -> dict:
+        """The group's line in the table across groups."""
+        row: dict = {"group": self.value, "docs": self.n_docs}
+        if self.profile is not None:
+            finest = next(iter(self.profile.granularities.values()))
+            row["tokens"] = finest["n_tokens"]
+        if self.analysis is not None:
+            a, w = self.analysis, self.analysis.widths[self.analysis.granularity]
+            rec = a.recommendation
+            row.update({"granularity": a.granularity, "kernel": w.kind, "W": w.W, "alpha": w.alpha,
+                        "verdict": a.self_similarity.verdict, "D": a.self_similarity.effect,
+                        "rope_theta": rec.rope_theta, "extension": rec.extension.method if rec.extension else None})
+        row["note"] = self.error
+        return row
+
+    def to_dict(self) -> dict:
+        """The group's entry of summary.json's ``groups``."""
+        out: dict = {"n_docs": self.n_docs, "error": self.error}
+        if self.profile is not None:
+            out["n_tokens"] = {k: g["n_tokens"] for k, g in self.profile.granularities.items()}
+        if self.analysis is not None:
+            d = self.analysis.to_dict()
+            out.update(W=d["W"], self_similarity=d["self_similarity"], recommendation=d["recommendation"])
+        return out
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The groups of one field, in the order of their values."""
+
+    field: str
+    groups: tuple[Group, ...]
+
+    @property
+    def table(self) -> pl.DataFrame:
+        """One row per group: documents, tokens, the kernel, the verdict and the advice."""
+        return pl.DataFrame([g.row() for g in self.groups], infer_schema_length=None)
+
+    @property
+    def profiles(self) -> pl.DataFrame:
+        """Every group's profile table, with a ``group`` column."""
+        return pl.concat([g.profile.to_polars().with_columns(pl.lit(g.value).alias("group"))
+                          for g in self.groups if g.profile is not None], how="diagonal_relaxed")
+
+    def to_dict(self) -> dict:
+        return {"field": self.field, "groups": {g.value: {**g.to_dict(), "directory": f"groups/{directory(g.value)}"}
+                                                for g in self.groups}}
+
+    def save(self, out: Path) -> None:
+        """groups.parquet (every group's profile, with a ``group`` column) and each group saved in groups/VALUE/."""
+        for g in self.groups:
+            if g.profile is not None:
+                g.profile.save(out / "groups" / directory(g.value), g.analysis)
+        if any(g.profile is not None for g in self.groups):
+            atomic_write(out / "groups.parquet", lambda p: self.profiles.write_parquet(p))
+            self.figure(out / "groups.png")
+
+    def figure(self, path: Path) -> Path:
+        """Every analysed group's profile at its model granularity, overlaid, with its kernel and verdict."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for i, g in enumerate(x for x in self.groups if x.analysis is not None):
+            a = g.analysis
+            t = g.profile.table.filter(pl.col("granularity") == a.granularity).sort("offset")
+            w = a.widths[a.granularity]
+            label = f"{g.value} ({a.granularity}): {w.kind}{f', W {w.W:.3g}' if w.W else ''}; {a.self_similarity.verdict}"
+            ax.plot(t["offset"], t["mi_bits"].clip(1e-6), "o-", ms=3, color=f"C{i % 10}", label=label)
+            ax.fill_between(t["offset"], t["ci_low"].clip(1e-6), t["ci_high"].clip(1e-6), color=f"C{i % 10}",
+                            alpha=0.15)
+        ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="I(r) (bits; below 1e-6 drawn at 1e-6)",
+               title=f"profiles by {self.field!r}")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        atomic_write(path, lambda p: fig.savefig(p, dpi=110, format="png"))
+        plt.close(fig)
+        return path
+
+
+def directory(value: str) -> str:
+    """A directory name for a group value (characters other than letters, digits, '.', '_' and '-' become '_')."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", value).strip(".") or "_"
+
+
+def sample_counts(corpus: Corpus, max_docs: int | None, max_tokens: int | None, seed: int = 0,
+                  sample: str = DEFAULT_SAMPLE) -> dict[str, int]:
+    """Documents per group in the whole corpus's sample (one pass to select, one to read the groups)."""
+    selection = select(corpus, max_docs, max_tokens, seed, sample)
+    counts = Counter(doc.group for doc in selection.documents(corpus))
+    return dict(sorted(counts.items(), key=lambda kv: _order(kv[0])))
+
+
+def profile_groups(corpus: Corpus, settings: Settings | None = None, *, max_docs: int | None = None,
+                   max_tokens: int | None = None, seed: int = 0, sample: str = DEFAULT_SAMPLE,
+                   **profile_options: object) -> Groups:
+    """Profile and analyse each group of ``corpus`` (opened with ``group_field``) on its share of the sample."""
+    if corpus.group_field is None:
+        raise DepstatError("this corpus has no group field", hint="open it with group_field (--group-by FIELD)")
+    counts = sample_counts(corpus, max_docs, max_tokens, seed, sample)
+    if len(counts) > MAX_GROUPS:
+        raise DepstatError(f"field '{corpus.group_field}' has {len(counts)} values in the sample, more than "
+                           f"{MAX_GROUPS}", hint="group by a field with fewer values")
+    budget = max_docs is not None or max_tokens is not None
+    groups = []
+    for value, n in counts.items():
+        try:
+            prof = profile(corpus.only(value), max_docs=n if budget else None, seed=seed, sample=sample,
+                           **profile_options)
+        except DepstatError as err:
+            groups.append(Group(value, n, None, None, f"not profiled: {err}"))
+            continue
+        try:
+            groups.append(Group(value, n, prof, analyze(prof, settings or Settings())))
+        except DepstatError as err:
+            groups.append(Group(value, n, prof, None, f"not analysed: {err}"))
+    return Groups(corpus.group_field, tuple(groups))
+
+
+def _order(value: str) -> tuple:
+    """Numbers in numeric order, then the other values in text order."""
+    try:
+        return (0, float(value), value)
+    except ValueError:
+        return (1, 0.0, value)

@@ -1,0 +1,86 @@
+"""Per-group profiles (--group-by): the sample across groups, and each group's results against its own corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+import depstat
+from depstat.analysis import Settings
+from depstat.cli import main
+from depstat.corpus import open_corpus
+from depstat.errors import DepstatError
+from depstat.groups import profile_groups, sample_counts
+from depstat.synth import arithmetic_problems, markov_text
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_sample_of_a_tenth_reaches_every_cluster_of_a_sorted_corpus(tmp_path):
+    rows = [{"text": f"doc {c}-{i} " + "x" * (i % 7), "cluster_id": c} for c in range(4) for i in range(50)]
+    corpus = open_corpus(str(_write(tmp_path / "sorted.jsonl", rows)), group_field="cluster_id")
+    counts = sample_counts(corpus, 20, None, seed=0)
+    assert set(counts) == {"0", "1", "2", "3"} and sum(counts.values()) == 20
+    assert sample_counts(corpus, 20, None, sample="first") == {"0": 20}  # what reading order would give
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory) -> tuple[Path, Path]:
+    """Markov text and arithmetic in one file, sorted by a ``source`` field; arithmetic also alone."""
+    d = tmp_path_factory.mktemp("groups")
+    arith = arithmetic_problems(80, seed=1)
+    rows = ([{"text": t, "source": "markov"} for t in markov_text(80, 4096, seed=1)]
+            + [{"text": t, "source": "arithmetic"} for t in arith])
+    alone = _write(d / "arith.jsonl", [{"text": t} for t in arith])
+    return _write(d / "mixed.jsonl", rows), alone
+
+
+@pytest.mark.slow
+def test_groups_are_profiled_as_their_own_corpora(mixed):
+    path, alone = mixed
+    options = {"granularities": ["bytes", "bpe-1k"], "max_offset": 512}
+    settings = Settings(head_dim=64, train_length=512, target_length=2048)
+    groups = profile_groups(open_corpus(str(path), group_field="source"), settings, **options)
+    assert [g.value for g in groups.groups] == ["arithmetic", "markov"] and [g.n_docs for g in groups.groups] == [80, 80]
+    by = {g.value: g for g in groups.groups}
+    for g in groups.groups:  # sources of known kind: a length of their own, not self-similar, YaRN
+        assert g.analysis.self_similarity.verdict == "not self-similar", g.analysis.self_similarity.reasons
+        assert g.analysis.recommendation.extension.method == "yarn"
+    assert by["arithmetic"].analysis.widths["bpe-1k"].kind == "characteristic"
+    own = depstat.profile(str(alone), **options)  # the same documents, so the same keys and groups
+    mine = by["arithmetic"].profile.table.sort("granularity", "offset")["mi_bits"].to_numpy()
+    np.testing.assert_allclose(mine, own.table.sort("granularity", "offset")["mi_bits"].to_numpy(), rtol=1e-12)
+    table = groups.table
+    assert table["group"].to_list() == ["arithmetic", "markov"] and set(table["verdict"]) == {"not self-similar"}
+    assert set(groups.profiles["group"].unique()) == {"arithmetic", "markov"}
+
+
+@pytest.mark.slow
+def test_cli_group_by_writes_every_group(mixed, tmp_path, capsys):
+    path, _ = mixed
+    out = tmp_path / "out"
+    assert main(["profile", str(path), "--group-by", "source", "-g", "bytes", "-g", "bpe-1k", "--max-offset", "512",
+                 "--train-length", "512", "--head-dim", "64", "--max-docs", "40", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "groups by 'source'" in text and "arithmetic" in text and "markov" in text
+    summary = json.loads((out / "summary.json").read_text())
+    groups = summary["groups"]
+    assert groups["field"] == "source" and set(groups["groups"]) == {"arithmetic", "markov"}
+    assert sum(g["n_docs"] for g in groups["groups"].values()) == 40  # the whole sample, shared out
+    assert set(pl.read_parquet(out / "groups.parquet")["group"].unique()) == {"arithmetic", "markov"}
+    assert (out / "groups.png").stat().st_size > 1000
+    for value in ("arithmetic", "markov"):
+        assert depstat.Profile.load(out / "groups" / value).table.height > 0
+
+
+def test_group_by_needs_the_field(tmp_path):
+    path = _write(tmp_path / "t.jsonl", [{"text": "a b c"}])
+    with pytest.raises(DepstatError, match="no group field"):
+        profile_groups(open_corpus(str(path)))
