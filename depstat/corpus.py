@@ -141,10 +141,12 @@ class Corpus:
         text_field: str = "text",
         ids_field: str | None = None,
         skip_bad: bool = False,
+        group_field: str | None = None,
     ) -> Corpus:
         """Wrap an already-loaded, re-iterable dataset of row dicts (e.g. a ``datasets.Dataset``)."""
         corpus = cls.__new__(cls)
         corpus._configure(source, text_field, ids_field, None, "uint16", skip_bad, "train", None)
+        corpus.group_field = group_field
         corpus._attach_dataset(dataset, "dataset")
         corpus._records = corpus.kind
         return corpus
@@ -159,6 +161,15 @@ class Corpus:
         self._decoder = load_tokenizer(path)
         self.ids_tokenizer = path
         self.kind = "text"
+
+    def _decoded(self, doc: Document) -> Document:
+        """A token-id document as the text its tokenizer decodes it to."""
+        top = int(doc.ids.max()) if doc.ids.size else -1
+        if top >= self._decoder.get_vocab_size():
+            raise DepstatError(
+                f"token id {top} is outside the vocabulary of --ids-tokenizer ({self._decoder.get_vocab_size()} ids)",
+                path=doc.source, line=doc.line, hint="pass the tokenizer that made these ids")
+        return Document(doc.source, doc.line, text=self._decoder.decode(doc.ids.tolist()), group=doc.group)
 
     def only(self, group: str) -> Corpus:
         """The same corpus, yielding only the documents whose group field has the value ``group``."""
@@ -317,7 +328,7 @@ class Corpus:
                 continue
             self.stats.documents += 1
             if self._decoder is not None:
-                doc = Document(doc.source, doc.line, text=self._decoder.decode(doc.ids.tolist()), group=doc.group)
+                doc = self._decoded(doc)
             yield doc
 
     def _documents(self) -> Iterator[Document]:

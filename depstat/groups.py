@@ -20,7 +20,7 @@ import polars as pl
 from depstat.analysis import Analysis, Settings, analyze
 from depstat.corpus import Corpus
 from depstat.errors import DepstatError
-from depstat.profile import Profile, atomic_write, profile
+from depstat.profile import Profile, atomic_write, local_copy, profile
 from depstat.sampling import DEFAULT_SAMPLE, select
 
 MAX_GROUPS = 64
@@ -139,24 +139,31 @@ def profile_groups(corpus: Corpus, settings: Settings | None = None, *, max_docs
     """Profile and analyse each group of ``corpus`` (opened with ``group_field``) on its share of the sample."""
     if corpus.group_field is None:
         raise DepstatError("this corpus has no group field", hint="open it with group_field (--group-by FIELD)")
-    counts = sample_counts(corpus, max_docs, max_tokens, seed, sample)
-    if len(counts) > MAX_GROUPS:
-        raise DepstatError(f"field '{corpus.group_field}' has {len(counts)} values in the sample, more than "
-                           f"{MAX_GROUPS}", hint="group by a field with fewer values")
-    budget = max_docs is not None or max_tokens is not None
-    groups = []
-    for value, n in counts.items():
-        try:
-            prof = profile(corpus.only(value), max_docs=n if budget else None, seed=seed, sample=sample,
-                           **profile_options)
-        except DepstatError as err:
-            groups.append(Group(value, n, None, None, f"not profiled: {err}"))
-            continue
-        try:
-            groups.append(Group(value, n, prof, analyze(prof, settings or Settings())))
-        except DepstatError as err:
-            groups.append(Group(value, n, prof, None, f"not analysed: {err}"))
+    with local_copy(corpus, max_docs, max_tokens, sample, seed) as (source, streamed):
+        if streamed:  # a streamed dataset: its sample, read once, is now the whole local copy
+            max_docs = max_tokens = None
+        counts = sample_counts(source, max_docs, max_tokens, seed, sample)
+        if len(counts) > MAX_GROUPS:
+            raise DepstatError(f"field '{corpus.group_field}' has {len(counts)} values in the sample, more than "
+                               f"{MAX_GROUPS}", hint="group by a field with fewer values")
+        budget = max_docs is not None or max_tokens is not None
+        groups = [_one_group(source, value, n, budget, seed, sample, settings, profile_options)
+                  for value, n in counts.items()]
     return Groups(corpus.group_field, tuple(groups))
+
+
+def _one_group(corpus: Corpus, value: str, n: int, budget: bool, seed: int, sample: str, settings: Settings | None,
+               profile_options: dict) -> Group:
+    """One group (``n`` documents of the sample) profiled and analysed, or the reason it could not be."""
+    try:
+        prof = profile(corpus.only(value), max_docs=n if budget else None, seed=seed, sample=sample,
+                       **profile_options)
+    except DepstatError as err:
+        return Group(value, n, None, None, f"not profiled: {err}")
+    try:
+        return Group(value, n, prof, analyze(prof, settings or Settings()))
+    except DepstatError as err:
+        return Group(value, n, prof, None, f"not analysed: {err}")
 
 
 def _order(value: str) -> tuple:

@@ -464,7 +464,7 @@ def profile(
 
     options = CountOptions(estimator, confidence, n_blocks, seed, null_draws, order, population)
     with (
-        _local_copy(corpus, max_docs, max_tokens, sample, seed) as (source, streamed_rule),
+        local_copy(corpus, max_docs, max_tokens, sample, seed) as (source, streamed_rule),
         engine(workers, scheduler, shared_dir, pair_memory, shard_tokens) as run,
     ):
         selection = select(source, max_docs, max_tokens, seed, "first" if streamed_rule else sample)
@@ -488,7 +488,7 @@ class CountOptions:
 
 
 @contextmanager
-def _local_copy(
+def local_copy(
     corpus: Corpus, max_docs: int | None, max_tokens: int | None, sample: str, seed: int,
 ) -> Iterator[tuple[Corpus, str | None]]:
     """The corpus itself, or for a streaming dataset its sample written once to a temporary
@@ -508,12 +508,14 @@ def _local_copy(
     with tempfile.TemporaryDirectory(prefix="depstat-") as tmp:
         path = Path(tmp) / "sample.jsonl"
         field = "input_ids" if corpus.kind == "ids" else "text"
+        grouped = corpus.group_field is not None
         with bar(desc="download sample", unit="doc") as progress, path.open("w", encoding="utf-8") as f:
             for doc in first_documents(corpus, max_docs, max_tokens):
-                value = doc.ids.tolist() if corpus.kind == "ids" else doc.text
-                f.write(json.dumps({field: value}, ensure_ascii=False) + "\n")
+                record = {field: doc.ids.tolist() if corpus.kind == "ids" else doc.text}
+                f.write(json.dumps({**record, **({"group": doc.group} if grouped else {})}, ensure_ascii=False) + "\n")
                 progress.update(1)
-        local = open_corpus(str(path), text_field="text", ids_field="input_ids" if corpus.kind == "ids" else None)
+        local = open_corpus(str(path), text_field="text", ids_field="input_ids" if corpus.kind == "ids" else None,
+                            group_field="group" if grouped else None)
         yield local, "shuffled stream" if sample == "random" else "first"
 
 

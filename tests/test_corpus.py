@@ -445,6 +445,9 @@ def test_ids_decoded_with_their_tokenizer(tmp_path):
     tok = Tokenizer.from_file(str(tok_path))
     assert sorted(e.ids for e in tok.encode_batch([d.text for d in docs])) == sorted(ids_)  # a lossless round trip
     assert corpus.describe()["ids_field"] == "tokens" and corpus.describe()["ids_decoded_with"] == str(tok_path)
+    big = write(tmp_path / "big.jsonl", jsonl_bytes([{"input_ids": [1, 2]}, {"input_ids": [3, 99999]}]))
+    with pytest.raises(DepstatError, match=r"big.jsonl:2: token id 99999 is outside the vocabulary"):
+        list(open_corpus(big, ids_tokenizer=str(tok_path)))
     with pytest.raises(DepstatError, match="--ids-tokenizer was given but the input is text"):
         open_corpus(write(tmp_path / "t.jsonl", jsonl_bytes(RECORDS)), ids_tokenizer=str(tok_path))
 

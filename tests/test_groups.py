@@ -80,6 +80,32 @@ def test_cli_group_by_writes_every_group(mixed, tmp_path, capsys):
         assert depstat.Profile.load(out / "groups" / value).table.height > 0
 
 
+def test_a_group_too_small_is_skipped_with_its_reason(tmp_path):
+    rows = [{"text": "x" * 400, "source": "big"} for _ in range(5)] + [{"text": "tiny", "source": "small"}]
+    groups = profile_groups(open_corpus(str(_write(tmp_path / "g.jsonl", rows)), group_field="source"),
+                            granularities=["bytes"], max_offset=64)
+    by = {g.value: g for g in groups.groups}
+    assert by["big"].profile is not None and by["small"].profile is None
+    assert by["small"].error.startswith("not profiled: ") and "shorter than every offset" in by["small"].error
+    assert groups.table.filter(pl.col("group") == "small")["note"].item() == by["small"].error
+
+
+def test_a_streamed_dataset_is_read_once_and_shared_out(tmp_path):
+    """A streamed dataset (as hf: gives) is copied once with its group field; the groups profile that copy."""
+    import datasets
+
+    from depstat.corpus import Corpus
+
+    rows = {"text": [f"{'ab' if i < 30 else 'cd'} " * 60 + str(i) for i in range(60)],
+            "cluster_id": [0] * 30 + [1] * 30}
+    stream = datasets.Dataset.from_dict(rows).to_iterable_dataset(num_shards=2)
+    corpus = Corpus.from_dataset(stream, "stream", group_field="cluster_id")
+    assert corpus.streamed
+    groups = profile_groups(corpus, granularities=["bytes"], max_offset=32, max_docs=20)
+    assert sum(g.n_docs for g in groups.groups) == 20 and {g.value for g in groups.groups} == {"0", "1"}
+    assert all(g.profile is not None for g in groups.groups)
+
+
 def test_group_by_needs_the_field(tmp_path):
     path = _write(tmp_path / "t.jsonl", [{"text": "a b c"}])
     with pytest.raises(DepstatError, match="no group field"):

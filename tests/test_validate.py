@@ -174,6 +174,7 @@ def test_yarn_is_evaluated_with_the_betas_depstat_advises():
     s = scalings({"data": {"beta_fast": 3.5, "beta_slow": 0.8}})["data"]
     assert (s["yarn"].method, s["yarn"].beta_fast, s["yarn"].beta_slow) == ("yarn", 3.5, 0.8)
     assert s["pi"].method == "pi" and s["pi"].factor == 4.0 and s["none"].method == "none"
+    assert (s["yarn-default"].beta_fast, s["yarn-default"].beta_slow) == (32.0, 1.0)
 
 
 def test_options_pick_the_setting():

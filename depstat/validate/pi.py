@@ -3,7 +3,9 @@
 Four kinds of data, each trained at L_train with RoPE base 10,000 and evaluated at 4 L_train
 with no scaling, PI and YaRN, zero-shot and after fine-tuning at 4 L_train with that scaling
 for each budget of a sweep (checkpoints of one constant-rate run); YaRN with the betas depstat
-advises for that data (``depstat.recommend.yarn_betas``):
+advises for that data (``depstat.recommend.yarn_betas``) and, for comparison, with the YaRN
+paper's defaults (``yarn-default``: beta_fast 32, beta_slow 1, which keep no band whole when
+L_train < 64 pi):
 
 - ``window, dilated`` and ``window, fixed``: a controlled pair on the frequency-law task
   (``depstat.synth.window_task``: the target is the majority of the last B tokens). One model
@@ -56,7 +58,7 @@ SETTINGS = {
 }
 BASE = 10_000.0
 FACTOR = 4
-METHODS = ("none", "pi", "yarn")
+METHODS = ("none", "pi", "yarn", "yarn-default")  # yarn: depstat's betas; yarn-default: beta_fast 32, beta_slow 1
 FT_BATCH, FT_LR, FT_WARMUP = 4, 1e-3, 5  # fine-tuning at 4L: windows per step, constant rate after a warmup
 LENGTH = 128  # text and arithmetic, bytes
 WINDOW = {"block": 16, "length": 64, "vocab": 8, "signal": 0.5, "batch_size": 32, "ft_batch_size": 16,
@@ -151,9 +153,11 @@ def _checkpoints(model, scaling: Scaling, budgets: list[int], batch, batch_size:
 
 
 def scalings(yarn: dict[str, dict]) -> dict[str, dict[str, Scaling]]:
-    """Per kind of data, the three ways to reach 4L; YaRN with the betas depstat advises for that data."""
+    """Per kind of data, the ways to reach 4L: none, PI, YaRN with the betas depstat advises for that data,
+    and YaRN with the paper's defaults (beta_fast 32, beta_slow 1)."""
     return {kind: {"none": Scaling("none", float(FACTOR)), "pi": Scaling("pi", float(FACTOR)),
-                   "yarn": Scaling("yarn", float(FACTOR), beta_fast=b["beta_fast"], beta_slow=b["beta_slow"])}
+                   "yarn": Scaling("yarn", float(FACTOR), beta_fast=b["beta_fast"], beta_slow=b["beta_slow"]),
+                   "yarn-default": Scaling("yarn", float(FACTOR))}
             for kind, b in yarn.items()}
 
 
