@@ -113,7 +113,9 @@ def test_committed_card_regenerates_from_its_command(name: str, tmp_path: Path) 
     """Run the README's command in a scratch directory and compare its numbers with the committed card.
 
     The pipeline is deterministic, so the numbers must be equal, not just inside the
-    committed intervals (the weaker property is asserted first, for a readable failure).
+    committed intervals (the weaker property is asserted first, for a readable failure):
+    equal to 1e-4 relative, since another CPU rounds the last printed digit of a few fitted
+    values differently (seen on AMD EPYC against the Intel machine that wrote the cards).
     """
     committed = card_numbers((CARDS / name).read_text(encoding="utf-8"))
     if "stdlib" in name and (committed["software"]["python"] != software()["python"]
@@ -138,4 +140,15 @@ def test_committed_card_regenerates_from_its_command(name: str, tmp_path: Path) 
         if old["W"] is not None:
             assert old["W_interval"][0] <= new["W"] <= old["W_interval"][1], g
     fresh.pop("software"), committed.pop("software")
-    assert fresh == committed
+    assert fresh == _approx(committed)
+
+
+def _approx(value: object) -> object:
+    """``value`` with every float compared to 1e-4 relative (1e-9 absolute), everything else exactly."""
+    if isinstance(value, dict):
+        return {k: _approx(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_approx(v) for v in value]
+    if isinstance(value, float):
+        return pytest.approx(value, rel=1e-4, abs=1e-9)
+    return value
