@@ -131,6 +131,14 @@ def test_fit_recovers_a_noisy_law_inside_its_intervals():
     assert fit["c_ci"][0] < fit["c"] < fit["c_ci"][1]
 
 
+def test_reproduction_needs_informative_intervals():
+    from depstat.validate.frequency_law import reproduction
+
+    assert reproduction({"slope": -1.0, "slope_ci": [-1.1, -0.9], "c_ci": [2.8, 3.3]}) is True
+    assert reproduction({"slope": -0.9, "slope_ci": [-1.1, -0.7], "c_ci": [1.2, 1.7]}) is False  # c excludes 3.02
+    assert reproduction({"slope": -0.5, "slope_ci": [-1.9, 1.0], "c_ci": [0.7, 6.6]}) is None  # a quick run
+
+
 def test_fit_needs_two_widths():
     with pytest.raises(DepstatError, match="two or more distinct W"):
         fit_frequency_law(np.array([8.0, 8.0]), np.array([0.3, 0.4]))

@@ -43,6 +43,7 @@ SETTINGS = {  # quick: CI; full: the recorded CPU run (within 15 minutes on 2 co
               "seeds": 5},  # one large GPU, within 10 minutes
 }
 MAIN_RATIO = 2.0
+MAX_SLOPE_HALF_WIDTH, MAX_C_RATIO = 0.5, 2.0  # intervals wider than these cannot confirm the law
 VAL_SEQUENCES = 256
 PREDICTION = {
     "slope": -1.0,
@@ -155,7 +156,7 @@ def run(opts: Options) -> dict:
     excess = [r for r in main if math.isfinite(r["theta_eff_excess"])]
     fit_excess = (fit_frequency_law(np.array([r["W"] for r in excess]), np.array([r["theta_eff_excess"] for r in excess]))
                   if len({r["W"] for r in excess}) >= 2 else None)
-    reproduces = bool(fit["slope_ci"][0] <= -1 <= fit["slope_ci"][1] and fit["c_ci"][0] <= PAPER_A_C <= fit["c_ci"][1])
+    reproduces = reproduction(fit)
     result.update({
         **fit, "paper": {"c": PAPER_A_C, "c_theory": PAPER_C, "slope": -1.0},
         "reproduces": reproduces, "verdict": _verdict(fit, reproduces, by_ratio),
@@ -170,9 +171,19 @@ def run(opts: Options) -> dict:
     return result
 
 
-def _verdict(fit: dict, reproduces: bool, by_ratio: dict) -> str:
+def reproduction(fit: dict) -> bool | None:
+    """True when slope -1 and c = 3.02 both lie in their intervals, False when either lies outside;
+    None (inconclusive) when the intervals are too wide to tell: slope half-width above
+    ``MAX_SLOPE_HALF_WIDTH`` or c's interval wider than a factor ``MAX_C_RATIO``."""
+    inside = fit["slope_ci"][0] <= -1 <= fit["slope_ci"][1] and fit["c_ci"][0] <= PAPER_A_C <= fit["c_ci"][1]
+    wide = (fit["slope_ci"][1] - fit["slope_ci"][0]) / 2 > MAX_SLOPE_HALF_WIDTH or fit["c_ci"][1] > MAX_C_RATIO * fit["c_ci"][0]
+    return None if inside and wide else bool(inside)
+
+
+def _verdict(fit: dict, reproduces: bool | None, by_ratio: dict) -> str:
     """The reproduction verdict in one sentence, with c at every ratio."""
-    head = "reproduces" if reproduces else "does not reproduce"
+    head = {True: "reproduces", False: "does not reproduce", None: "cannot tell (intervals too wide) whether it reproduces"}[
+        reproduces]
     ratios = ", ".join(f"{float(k):g}: {v['c']:.2f} [{v['c_ci'][0]:.2f}, {v['c_ci'][1]:.2f}]" for k, v in by_ratio.items())
     return (f"{head} paper A at L = {MAIN_RATIO:g} B: slope {fit['slope']:.2f} [{fit['slope_ci'][0]:.2f}, "
             f"{fit['slope_ci'][1]:.2f}] (paper -1), c {fit['c']:.2f} [{fit['c_ci'][0]:.2f}, {fit['c_ci'][1]:.2f}] "
