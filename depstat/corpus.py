@@ -175,10 +175,12 @@ class Corpus:
         """The same corpus, yielding only the documents whose group field has the value ``group``."""
         if self.group_field is None:
             raise DepstatError("this corpus has no group field", hint="open it with group_field (--group-by)")
+        return self._copy(group=group)
+
+    def _copy(self, **changes: Any) -> Corpus:
+        """A shallow copy with some attributes changed and fresh counters."""
         copy = object.__new__(Corpus)
-        copy.__dict__.update(self.__dict__)
-        copy.group = group
-        copy.stats = ReadStats()
+        copy.__dict__.update(self.__dict__, stats=ReadStats(), **changes)
         return copy
 
     def _configure(
@@ -309,11 +311,7 @@ class Corpus:
         dataset, not from its first shard. Other corpora are returned as they are."""
         if not self.streamed:
             return self
-        copy = object.__new__(Corpus)
-        copy.__dict__.update(self.__dict__)
-        copy._dataset = self._dataset.shuffle(seed=seed, buffer_size=buffer_size)
-        copy.stats = ReadStats()
-        return copy
+        return self._copy(_dataset=self._dataset.shuffle(seed=seed, buffer_size=buffer_size))
 
     # -- reading -------------------------------------------------------------------------------
 

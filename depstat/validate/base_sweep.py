@@ -18,23 +18,24 @@ recommendation.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from depstat.model import ModelConfig
-from depstat.synth import window_stream, window_task
 from depstat.train import TrainConfig, set_threads
-from depstat.validate.common import Options, RunStore, mean_spread, savefig, t_interval, write_json
+from depstat.validate.common import (
+    WINDOW_MODEL, WINDOW_SIGNAL, WINDOW_VOCAB, Options, RunStore, mean_spread, savefig, t_interval, window_batches,
+    window_corpus, window_metrics, window_tensors, write_json,
+)
 
 SETTINGS = {
     "quick": {"steps": 150, "batch_size": 16, "val": 64, "seeds": 2},
     "full": {"steps": 1500, "batch_size": 32, "val": 256, "seeds": 3},
     "paper": {"steps": 4000, "batch_size": 64, "val": 1024, "seeds": 8},
 }
-TASK = {"block": 16, "length": 128, "vocab": 8, "signal": 0.5}
-MODEL = {"n_layer": 1, "n_head": 1, "d_model": 32, "mlp": False}
+TASK = {"block": 16, "length": 128, "vocab": WINDOW_VOCAB, "signal": WINDOW_SIGNAL}
+MODEL = WINDOW_MODEL
 HEAD_DIM = MODEL["d_model"] // MODEL["n_head"]
 PREDICTION = {
     "recommended_within_noise": True,
@@ -64,10 +65,7 @@ def recommend_for_task(out: Path) -> dict:
     from depstat.analysis import Settings, analyze
     from depstat.profile import profile
 
-    tokens = window_stream(np.random.default_rng(1), 200, 1024, TASK["block"], TASK["vocab"], TASK["signal"])
-    path = out / "data" / "window.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"input_ids": row.tolist()}) + "\n" for row in tokens))
+    path = window_corpus(out / "data" / "window.jsonl", TASK["block"], seed=1)
     a = analyze(profile(str(path), max_offset=TASK["length"]),
                 Settings(head_dim=HEAD_DIM, train_length=TASK["length"], granularity="ids"))
     rec = a.recommendation
@@ -78,8 +76,6 @@ def recommend_for_task(out: Path) -> dict:
 
 def one_run(base: float, seed: int, s: dict, opts: Options) -> dict:
     """Train the window model with ``base``; validation loss and accuracy on fixed sequences."""
-    import torch
-
     from depstat.model import GPT
     from depstat.train import fit, pick_device, set_seed
 
@@ -88,21 +84,12 @@ def one_run(base: float, seed: int, s: dict, opts: Options) -> dict:
     set_seed(seed)
     model = GPT(ModelConfig(vocab_size=t["vocab"], block_size=t["length"], rope_base=base, **MODEL)).to(device)
 
-    def batch(rng: np.random.Generator):
-        x, y = window_task(rng, s["batch_size"], t["length"], t["block"], t["vocab"], t["signal"])
-        return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
-
     cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=s["steps"] // 10, seed=seed,
                       weight_decay=0.0)
-    logged, seconds = fit(model, batch, cfg, f"b={base:.4g} seed {seed}", device)
-    xv, yv = (torch.from_numpy(a).to(device) for a in
-              window_task(np.random.default_rng(10_000), s["val"], t["length"], t["block"], t["vocab"], t["signal"]))
-    model.eval()
-    with torch.no_grad():
-        logits, loss = model(xv, yv)
-        keep = yv >= 0
-        accuracy = float((logits.argmax(-1)[keep] == yv[keep]).float().mean())
-    return {"train_loss": logged, "val_loss": float(loss), "val_accuracy": accuracy, "seconds": seconds,
+    logged, seconds = fit(model, window_batches(t["length"], t["block"], s["batch_size"], device), cfg,
+                          f"b={base:.4g} seed {seed}", device)
+    val = window_metrics(model, *window_tensors(np.random.default_rng(10_000), s["val"], t["length"], t["block"], device))
+    return {"train_loss": logged, "val_loss": val["loss"], "val_accuracy": val["accuracy"], "seconds": seconds,
             "tokens_per_second": cfg.steps * cfg.batch_size * t["length"] / seconds}
 
 

@@ -204,6 +204,50 @@ def fit_frequency_law(W: np.ndarray, theta: np.ndarray, confidence: float = 0.95
     }
 
 
+# The window task (depstat.synth.window_task) and the one-layer model that frequency-law, pi and base-sweep train.
+WINDOW_VOCAB, WINDOW_SIGNAL = 8, 0.5
+WINDOW_MODEL = {"n_layer": 1, "n_head": 1, "d_model": 32, "mlp": False}
+
+
+def window_tensors(rng: np.random.Generator, n: int, length: int, block: int, device) -> tuple:
+    """``n`` window-task sequences (inputs, targets; -100 without a whole window) as tensors on ``device``."""
+    import torch
+
+    from depstat.synth import window_task
+
+    x, y = window_task(rng, n, length, block, WINDOW_VOCAB, WINDOW_SIGNAL)
+    return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
+
+
+def window_batches(length: int, block: int, batch_size: int, device) -> Callable:
+    """A ``depstat.train.fit`` batch function: fresh window-task sequences at every step."""
+    return lambda rng: window_tensors(rng, batch_size, length, block, device)
+
+
+def window_metrics(model: GPT, x, y, scaling=None) -> dict:
+    """Loss (nats), perplexity and accuracy on the targets that have a whole window."""
+    import torch
+
+    was = model.training
+    model.eval()
+    with torch.no_grad():
+        logits, loss = model(x, y, scaling=scaling)
+        keep = y >= 0
+        accuracy = float((logits.argmax(-1)[keep] == y[keep]).float().mean())
+    model.train(was)
+    return {"loss": float(loss), "perplexity": math.exp(float(loss)), "accuracy": accuracy}
+
+
+def window_corpus(path: Path, block: int, seed: int, n_docs: int = 200, length: int = 1024) -> Path:
+    """The window task's token stream as a jsonl of ids (``n_docs`` documents of ``length``), for depstat to profile."""
+    from depstat.synth import window_stream
+
+    tokens = window_stream(np.random.default_rng(seed), n_docs, length, block, WINDOW_VOCAB, WINDOW_SIGNAL)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps({"input_ids": row.tolist()}) + "\n" for row in tokens))
+    return path
+
+
 def savefig(fig, path: Path) -> Path:
     """Save a matplotlib figure as PNG and close it."""
     fig.tight_layout()

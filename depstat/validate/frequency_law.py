@@ -30,11 +30,13 @@ from depstat.recommend import PAPER_C
 from depstat.stream import TokenStream
 from depstat.synth import window_stream, window_task
 from depstat.train import TrainConfig, set_threads
-from depstat.validate.common import Options, RunStore, fit_frequency_law, savefig, write_json
+from depstat.validate.common import (
+    WINDOW_MODEL, WINDOW_SIGNAL, WINDOW_VOCAB, Options, RunStore, fit_frequency_law, savefig, window_batches,
+    window_metrics, window_tensors, write_json,
+)
 
 PAPER_A_C = 3.02
-VOCAB, SIGNAL, BASE = 8, 0.5, 10_000.0
-MODEL = {"n_layer": 1, "n_head": 1, "d_model": 32, "mlp": False}
+VOCAB, SIGNAL, MODEL, BASE = WINDOW_VOCAB, WINDOW_SIGNAL, WINDOW_MODEL, 10_000.0
 SETTINGS = {  # quick: CI; full: the recorded CPU run (within 15 minutes on 2 cores); paper: --scale paper
     "quick": {"blocks": [4, 8, 16], "ratios": [1.0, 2.0], "steps": 300, "batch_size": 32, "seeds": 1},
     "full": {"blocks": [4, 8, 16, 32], "ratios": [1.0, 1.5, 2.0, 4.0], "steps": 1500, "batch_size": 32,
@@ -78,8 +80,6 @@ def floors(block: int, length: int) -> dict:
 
 def one_run(block: int, ratio: float, seed: int, s: dict, opts: Options) -> dict:
     """Train on the window task at L = ratio B; loss, accuracy, energy and theta_eff before and after."""
-    import torch
-
     from depstat.model import GPT, frequency_energy
     from depstat.train import fit, pick_device, set_seed
 
@@ -87,27 +87,18 @@ def one_run(block: int, ratio: float, seed: int, s: dict, opts: Options) -> dict
     device = pick_device(opts.device)
     set_seed(seed)
     model = GPT(ModelConfig(vocab_size=VOCAB, block_size=length, rope_base=BASE, **MODEL)).to(device)
-    xv, yv = (torch.from_numpy(a).to(device) for a in
-              window_task(np.random.default_rng(10_000 + block), VAL_SEQUENCES, length, block, VOCAB, SIGNAL))
+    xv, yv = window_tensors(np.random.default_rng(10_000 + block), VAL_SEQUENCES, length, block, device)
     before = frequency_energy(model, xv)
-
-    def batch(rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-        x, y = window_task(rng, s["batch_size"], length, block, VOCAB, SIGNAL)
-        return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
-
     cfg = TrainConfig(steps=s["steps"], batch_size=s["batch_size"], warmup=max(1, s["steps"] // 10), seed=seed,
                       weight_decay=0.0)
-    logged, seconds = fit(model, batch, cfg, f"B={block} L={length} seed {seed}", device)
-    model.eval()
-    with torch.no_grad():
-        logits, loss = model(xv, yv)
-        keep = yv >= 0
-        accuracy = float((logits.argmax(-1)[keep] == yv[keep]).float().mean())
+    logged, seconds = fit(model, window_batches(length, block, s["batch_size"], device), cfg,
+                          f"B={block} L={length} seed {seed}", device)
+    val = window_metrics(model, xv, yv)
     after = frequency_energy(model, xv)
     theta = after["frequencies"]
     excess = np.maximum(after["energy"] - before["energy"], 0.0)
     theta_excess = float(np.exp(np.sum(excess * np.log(theta)) / excess.sum())) if excess.sum() > 0 else float("nan")
-    return {"length": length, "train_loss": logged, "val_loss": float(loss), "val_accuracy": accuracy,
+    return {"length": length, "train_loss": logged, "val_loss": val["loss"], "val_accuracy": val["accuracy"],
             "energy": after["energy"], "energy_at_init": before["energy"], "frequencies": theta,
             "effective_frequency": after["effective_frequency"], "effective_frequency_at_init":
             before["effective_frequency"], "effective_frequency_excess": theta_excess,

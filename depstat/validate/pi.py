@@ -32,17 +32,17 @@ None when the interval holds 0: a tie).
 from __future__ import annotations
 
 import copy
-import json
 import re
 from pathlib import Path
 
 import numpy as np
 
 from depstat.model import ModelConfig, Scaling
-from depstat.synth import arithmetic_jsonl, arithmetic_problems, window_stream, window_task
+from depstat.synth import arithmetic_jsonl, arithmetic_problems
 from depstat.train import TrainConfig, evaluate, set_threads
 from depstat.validate.common import (
-    HEAD_DIM, MODEL, Options, RunStore, mean_spread, read_texts, savefig, split_docs, t_interval, text_bytes, write_json,
+    HEAD_DIM, MODEL, WINDOW_MODEL, WINDOW_SIGNAL, WINDOW_VOCAB, Options, RunStore, mean_spread, read_texts, savefig,
+    split_docs, t_interval, text_bytes, window_batches, window_corpus, window_metrics, window_tensors, write_json,
 )
 
 SETTINGS = {
@@ -61,8 +61,8 @@ FACTOR = 4
 METHODS = ("none", "pi", "yarn", "yarn-default")  # yarn: depstat's betas; yarn-default: beta_fast 32, beta_slow 1
 FT_BATCH, FT_LR, FT_WARMUP = 4, 1e-3, 5  # fine-tuning at 4L: windows per step, constant rate after a warmup
 LENGTH = 128  # text and arithmetic, bytes
-WINDOW = {"block": 16, "length": 64, "vocab": 8, "signal": 0.5, "batch_size": 32, "ft_batch_size": 16,
-          "model": {"n_layer": 1, "n_head": 1, "d_model": 32, "mlp": False}}
+WINDOW = {"block": 16, "length": 64, "vocab": WINDOW_VOCAB, "signal": WINDOW_SIGNAL, "batch_size": 32,
+          "ft_batch_size": 16, "model": WINDOW_MODEL}
 WINDOW_TARGETS = {"window, dilated": FACTOR * WINDOW["block"], "window, fixed": WINDOW["block"]}
 TEXT_KINDS = ("natural text", "arithmetic")
 KINDS = (*WINDOW_TARGETS, *TEXT_KINDS)
@@ -92,14 +92,6 @@ def arithmetic_masks(texts: list[str]) -> dict[str, np.ndarray]:
 
 
 # depstat's prediction, from the data alone
-
-
-def _window_corpus(path: Path, block: int, seed: int) -> Path:
-    """200 documents of the window task's token stream (1024 tokens each) as a jsonl of ids."""
-    tokens = window_stream(np.random.default_rng(seed), 200, 1024, block, WINDOW["vocab"], WINDOW["signal"])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"input_ids": row.tolist()}) + "\n" for row in tokens))
-    return path
 
 
 def predict(kind: str, corpus: Path, train_length: int, granularities: list[str] | None,
@@ -163,8 +155,6 @@ def scalings(yarn: dict[str, dict]) -> dict[str, dict[str, Scaling]]:
 
 def window_run(seed: int, s: dict, opts: Options, yarn: dict[str, dict]) -> dict:
     """Train one window model (B, L); evaluate at 4L on the dilated and the fixed task, per method and budget."""
-    import torch
-
     from depstat.model import GPT
     from depstat.train import fit, pick_device, set_seed
 
@@ -173,44 +163,23 @@ def window_run(seed: int, s: dict, opts: Options, yarn: dict[str, dict]) -> dict
     set_seed(seed)
     model = GPT(ModelConfig(vocab_size=w["vocab"], block_size=w["length"], rope_base=BASE, **w["model"])).to(device)
 
-    def sampler(length: int, block: int, batch_size: int):
-        def batch(rng: np.random.Generator):
-            x, y = window_task(rng, batch_size, length, block, w["vocab"], w["signal"])
-            return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
-        return batch
-
     cfg = TrainConfig(steps=s["window_steps"], batch_size=w["batch_size"], warmup=s["window_steps"] // 10,
                       seed=seed, weight_decay=0.0)
-    logged, seconds = fit(model, sampler(w["length"], w["block"], w["batch_size"]), cfg, f"window seed {seed}", device)
+    logged, seconds = fit(model, window_batches(w["length"], w["block"], w["batch_size"], device), cfg, f"window seed {seed}", device)
     out = {"train_loss": logged, "seconds": seconds,
            "tokens_per_second": cfg.steps * cfg.batch_size * w["length"] / seconds, "eval": {}}
     target = FACTOR * w["length"]
-    val_train = [torch.from_numpy(a).to(device) for a in window_task(
-        np.random.default_rng(20_000), s["window_val"], w["length"], w["block"], w["vocab"], w["signal"])]
-    out["eval"]["train_length"] = _window_metrics(model, *val_train, None)
+    val_train = window_tensors(np.random.default_rng(20_000), s["window_val"], w["length"], w["block"], device)
+    out["eval"]["train_length"] = {"all": window_metrics(model, *val_train)}
     for kind, block in WINDOW_TARGETS.items():
-        xv, yv = (torch.from_numpy(a).to(device) for a in window_task(
-            np.random.default_rng(30_000 + block), s["window_val"], target, block, w["vocab"], w["signal"]))
+        xv, yv = window_tensors(np.random.default_rng(30_000 + block), s["window_val"], target, block, device)
         out["eval"][kind] = {}
         for method, scaling in scalings(yarn)[kind].items():
             out["eval"][kind][method] = _checkpoints(
-                model, scaling, s["window_budgets"], sampler(target, block, w["ft_batch_size"]), w["ft_batch_size"],
-                lambda m, scaling=scaling, xv=xv, yv=yv: _window_metrics(m, xv, yv, scaling), seed, device)
+                model, scaling, s["window_budgets"], window_batches(target, block, w["ft_batch_size"], device),
+                w["ft_batch_size"], lambda m, scaling=scaling, xv=xv, yv=yv: {"all": window_metrics(m, xv, yv, scaling)},
+                seed, device)
     return out
-
-
-def _window_metrics(model, x, y, scaling: Scaling | None) -> dict:
-    """Loss, perplexity and accuracy of the window targets (positions with a whole window)."""
-    import torch
-
-    was = model.training
-    model.eval()
-    with torch.no_grad():
-        logits, loss = model(x, y, scaling=scaling)
-        keep = y >= 0
-        acc = float((logits.argmax(-1)[keep] == y[keep]).float().mean())
-    model.train(was)
-    return {"all": {"loss": float(loss), "perplexity": float(torch.exp(loss)), "accuracy": acc}}
 
 
 def text_run(kind: str, seed: int, s: dict, train_docs: list[str], val_docs: list[str], opts: Options,
@@ -254,9 +223,9 @@ def run(opts: Options) -> dict:
              "arithmetic": split_docs(arithmetic_problems(s["arithmetic_docs"], seed=1))}
     paths = {"natural text": opts.corpus,
              "arithmetic": arithmetic_jsonl(data / "arithmetic.jsonl", s["arithmetic_docs"], seed=1)}
-    train_corpus = _window_corpus(data / "window-train.jsonl", WINDOW["block"], 1)
+    train_corpus = window_corpus(data / "window-train.jsonl", WINDOW["block"], 1)
     predictions = {kind: predict(kind, train_corpus, WINDOW["length"], None, None,
-                                 _window_corpus(data / f"window-target-B{block}.jsonl", block, 2))
+                                 window_corpus(data / f"window-target-B{block}.jsonl", block, 2))
                    for kind, block in WINDOW_TARGETS.items()}
     for kind in TEXT_KINDS:
         predictions[kind] = predict(kind, paths[kind], LENGTH, ["bytes", "bpe-1k"], len(texts[kind][0]))
