@@ -24,7 +24,10 @@ or loads its kernels there, ``warm_up``):
 * reading the documents alone, and reading plus cutting them into hashed shards: what a
   warm run still does for every granularity;
 * ``encode_batch_fast`` on ``--encode-mb`` of text in two fresh interpreters, one with
-  ``RAYON_NUM_THREADS=1``: wall and CPU seconds, to show the thread pool at work.
+  ``RAYON_NUM_THREADS=1``: wall and CPU seconds, to show the thread pool at work;
+* the ladder's BPE vocabularies trained one by one on the training sample (what depstat did
+  before) against the largest trained once and the others cut from it (``truncate_bpe``, what
+  ``text_streams`` does); every cut vocabulary must equal its own training or the run fails.
 
 Run: ``python benchmarks/bench_end_to_end.py [--mb 100] [-g NAME ...] [--max-tokens N]``.
 """
@@ -50,14 +53,17 @@ import numpy as np
 from benchlib import format_table, machine_line
 from depstat.cache import TokenCache, split_shards
 from depstat.corpus import open_corpus
-from depstat.granularity import DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS, text_streams
-from depstat.profile import _sample, mi_profile, profile
+from depstat.granularity import (
+    DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS, bpe_vocab_size, text_streams, train_bpe, truncate_bpe,
+)
+from depstat.profile import mi_profile, profile
+from depstat.sampling import select
 from depstat.stream import TokenStream
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
 GCIDE_DOC_BYTES = 64 * 1024
-GRANULARITIES = ("bytes", "bpe-8k", "words")  # the ladder's two ends and one BPE: fits in 10 minutes on 2 cores
+GRANULARITIES = DEFAULT_LADDER  # depstat's default: about 6 minutes on 2 cores
 
 
 def text_files(
@@ -188,11 +194,27 @@ def warm_up(corpus_path: Path, names: list[str]) -> None:
     mi_profile(TokenStream("wide", ids, np.array([len(ids) // 2, len(ids) - len(ids) // 2]), wide), [1, 2, 64])
 
 
+def ladder_training(texts: list[str], sizes: list[int]) -> list[list[str]]:
+    """Table rows: each BPE size trained alone, against the largest trained once and the others cut from it."""
+    alone, seconds = {}, {}
+    for size in sizes:
+        seconds[size], alone[size] = timed(lambda: train_bpe(texts, size))
+    t_once, big = timed(lambda: train_bpe(texts, max(sizes)))
+    t_cut, cut = timed(lambda: {size: truncate_bpe(big, size) for size in sizes})
+    for size in sizes:
+        assert cut[size].to_str() == alone[size].to_str(), f"bpe-{size}: the cut vocabulary is not the trained one"
+    rows = [[f"bpe-{size} trained alone", f"{seconds[size]:.1f}"] for size in sizes]
+    rows += [["one training per size (sum)", f"{sum(seconds.values()):.1f}"],
+             [f"bpe-{max(sizes)} once, the others cut from it", f"{t_once + t_cut:.1f} (cutting {t_cut:.2f})"],
+             ["saved", f"{sum(seconds.values()) - t_once - t_cut:.1f}"]]
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100, help="corpus size in MB of UTF-8 text (default: 100)")
     ap.add_argument("-g", "--granularity", action="append", default=None,
-                    help=f"granularities (default: {' '.join(GRANULARITIES)}; depstat's own default is {' '.join(DEFAULT_LADDER)})")
+                    help=f"granularities (default: depstat's own, {' '.join(GRANULARITIES)})")
     ap.add_argument("--max-tokens", type=int, default=None, help="profile's --max-tokens (default: the whole corpus)")
     ap.add_argument("--max-offset", type=int, default=2048, help="profile's --max-offset (default: 2048)")
     ap.add_argument("--train-docs", type=int, default=DEFAULT_TRAIN_DOCS,
@@ -230,14 +252,18 @@ def main() -> None:
         print(f"cold profile(): {wall:.1f} s", file=sys.stderr)
 
         corpus = open_corpus(str(corpus_path))
+        selection = select(corpus, None, args.max_tokens)  # the profile's sample and training texts
 
         def documents():
-            return _sample(corpus, None, args.max_tokens)
+            return selection.documents(corpus)
+
+        def training():
+            return selection.training(corpus, args.train_docs, args.train_bytes or None)
 
         warm_cache = TokenCache(cache_dir)
         seconds = {"warm": 0.0, "none": 0.0}
-        warm = timed_each(seconds, "warm", text_streams(documents, names, cache=warm_cache, **train))
-        plain = timed_each(seconds, "none", text_streams(documents, names, **train))
+        warm = timed_each(seconds, "warm", text_streams(documents, names, cache=warm_cache, training=training))
+        plain = timed_each(seconds, "none", text_streams(documents, names, training=training))
         for a, b in zip(warm, plain, strict=True):  # one granularity at a time: equal streams, equal profiles
             assert (a.tokens == b.tokens).all() and (a.doc_lengths == b.doc_lengths).all(), a.name
             assert cold.granularities[a.name]["n_tokens"] == a.n_tokens, a.name
@@ -280,6 +306,13 @@ def main() -> None:
             ["RAYON_NUM_THREADS", "wall s", "CPU s", "CPU / wall", "MB/s"],
             [[k, f"{w:.2f}", f"{c:.2f}", f"{c / w:.2f}", f"{args.encode_mb / w:.2f}"] for k, (w, c) in probe.items()],
         ))
+
+        sizes = sorted({bpe_vocab_size(n) for n in names if bpe_vocab_size(n)})
+        if len(sizes) > 1:
+            texts = list(training())
+            print(f"\nBPE vocabularies for the ladder on the training sample ({len(texts)} documents, "
+                  f"{sum(len(t.encode()) for t in texts) / 1e6:.1f} MB); every cut vocabulary equals its own training")
+            print(format_table(["BPE training", "seconds"], ladder_training(texts, sizes)))
     finally:
         shutil.rmtree(args.workdir, ignore_errors=True)
 

@@ -10,6 +10,7 @@ arrive tokenized have exactly one granularity, ``ids``: the given tokenization.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -70,6 +71,26 @@ def train_bpe(texts: Iterable[str], vocab_size: int) -> Tokenizer:
     )
     tok.train_from_iterator(texts, trainer=trainer)
     return tok
+
+
+def truncate_bpe(tokenizer: Tokenizer, vocab_size: int) -> Tokenizer:
+    """The byte-level BPE that training with ``vocab_size`` gives, cut from a larger one.
+
+    The trainer adds merges greedily, the most frequent pair first, so a smaller vocabulary's
+    merges are the first ones of a larger vocabulary trained on the same texts and its ids are
+    the first ids (checked token for token in ``tests/test_granularity.py`` and on 100 MB by
+    ``benchmarks/bench_end_to_end.py``): one training serves every size of the ladder.
+    """
+    data = json.loads(tokenizer.to_str())
+    model = data["model"]
+    if len(model["vocab"]) <= vocab_size:
+        return tokenizer
+    vocab = model["vocab"]
+    made = [vocab["".join(m) if isinstance(m, list) else m.replace(" ", "", 1)] for m in model["merges"]]
+    last = made.index(vocab_size - 1)  # training stops once the merge that makes this id is added
+    model["vocab"] = {t: i for t, i in vocab.items() if i < vocab_size}
+    model["merges"] = model["merges"][: last + 1]
+    return Tokenizer.from_str(json.dumps(data, ensure_ascii=False))
 
 
 def train_words(texts: Iterable[str]) -> Tokenizer:
@@ -250,16 +271,24 @@ def text_streams(
     def sample_digest() -> str:
         return digest_texts(sample())
 
-    def trained(name: str) -> Tokenizer:
-        size = bpe_vocab_size(name)
+    largest = max((bpe_vocab_size(n) or 0 for n in names), default=0)
+
+    @functools.cache
+    def trained(kind: str, size: int | None) -> Tokenizer:
         def train() -> Tokenizer:
             return train_words(sample()) if size is None else train_bpe(sample(), size)
         if cache is None:
             return train()
         return cache.tokenizer(training_key("words" if size is None else f"bpe-{size}", sample_digest()), train)
 
+    def vocabulary(name: str) -> Tokenizer:
+        size = bpe_vocab_size(name)
+        if size is None:
+            return trained("words", None)
+        return truncate_bpe(trained("bpe", largest), size)
+
     for name in names:
-        tokenizer = None if name == "bytes" else trained(name)
+        tokenizer = None if name == "bytes" else vocabulary(name)
         stream = encode(name, texts(), tokenizer, cache)
         if bpe_vocab_size(name):
             stream.info["requested_vocab_size"] = bpe_vocab_size(name)
