@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,9 +149,23 @@ def profile_groups(corpus: Corpus, settings: Settings | None = None, *, max_docs
             raise DepstatError(f"field '{corpus.group_field}' has {len(counts)} values in the sample, more than "
                                f"{MAX_GROUPS}", hint="group by a field with fewer values")
         budget = max_docs is not None or max_tokens is not None
-        groups = [_one_group(source, value, n, budget, seed, sample, settings, profile_options)
-                  for value, n in counts.items()]
+        with _one_cluster(profile_options) as options:
+            groups = [_one_group(source, value, n, budget, seed, sample, settings, options)
+                      for value, n in counts.items()]
     return Groups(corpus.group_field, tuple(groups))
+
+
+@contextmanager
+def _one_cluster(options: dict) -> Iterator[dict]:
+    """The profile options, with an embedded Dask cluster (``workers``) started once for all the
+    groups: each group's profile connects to its scheduler instead of starting its own."""
+    if options.get("workers") is None:
+        yield options
+        return
+    from depstat.distributed import dask_client
+
+    with dask_client(options["workers"]) as client:
+        yield {**options, "workers": None, "scheduler": client.scheduler.address}
 
 
 def _one_group(corpus: Corpus, value: str, n: int, budget: bool, seed: int, sample: str, settings: Settings | None,

@@ -110,3 +110,20 @@ def test_group_by_needs_the_field(tmp_path):
     path = _write(tmp_path / "t.jsonl", [{"text": "a b c"}])
     with pytest.raises(DepstatError, match="no group field"):
         profile_groups(open_corpus(str(path)))
+
+
+@pytest.mark.slow
+def test_groups_on_one_dask_cluster_equal_the_local_engine(mixed):
+    pytest.importorskip("distributed")
+    path, _ = mixed
+    options = {"granularities": ["bytes"], "max_offset": 64, "max_docs": 60}
+    local = profile_groups(open_corpus(str(path), group_field="source"), **options)
+    dask = profile_groups(open_corpus(str(path), group_field="source"), workers=2, **options)
+    assert [g.value for g in dask.groups] == [g.value for g in local.groups] == ["arithmetic", "markov"]
+    schedulers = {g.profile.run["engine"]["scheduler"] for g in dask.groups}
+    assert len(schedulers) == 1 and next(iter(schedulers)).startswith("tcp://")  # one cluster for every group
+    for a, b in zip(local.groups, dask.groups):
+        assert b.profile.run["engine"]["name"] == "dask" and a.profile.run["engine"]["name"] == "local"
+        np.testing.assert_allclose(b.profile.table["mi_bits"].to_numpy(), a.profile.table["mi_bits"].to_numpy(),
+                                   rtol=1e-9, atol=1e-12)
+        assert b.analysis.self_similarity.verdict == a.analysis.self_similarity.verdict
