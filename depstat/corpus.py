@@ -54,6 +54,7 @@ IDS_FIELDS = (DEFAULT_IDS_FIELD, "tokens", "token_ids", "ids")  # token-id field
 SAVED_DATASET_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
 SKIP_HINT = "fix the record or pass --skip-bad to skip bad records"
 STREAM_CHUNK_TOKENS = 1 << 22
+DECODE_IDS = 1 << 18  # ids decoded in one batch (--ids-tokenizer): parallel, and little held at a time
 PARQUET_BATCH_ROWS = 1024
 SNIFF_BYTES = 1 << 16
 MAX_LISTED = 20
@@ -162,14 +163,29 @@ class Corpus:
         self.ids_tokenizer = path
         self.kind = "text"
 
-    def _decoded(self, doc: Document) -> Document:
-        """A token-id document as the text its tokenizer decodes it to."""
-        top = int(doc.ids.max()) if doc.ids.size else -1
-        if top >= self._decoder.get_vocab_size():
-            raise DepstatError(
-                f"token id {top} is outside the vocabulary of --ids-tokenizer ({self._decoder.get_vocab_size()} ids)",
-                path=doc.source, line=doc.line, hint="pass the tokenizer that made these ids")
-        return Document(doc.source, doc.line, text=self._decoder.decode(doc.ids.tolist()), group=doc.group)
+    def _decoded(self, docs: Iterator[Document]) -> Iterator[Document]:
+        """Token-id documents as the text their tokenizer decodes them to, DECODE_IDS ids at a time
+        (``decode_batch`` spreads a batch over the ``tokenizers`` thread pool)."""
+        batch: list[Document] = []
+        n_ids = 0
+        for doc in docs:
+            top = int(doc.ids.max()) if doc.ids.size else -1
+            if top >= self._decoder.get_vocab_size():
+                raise DepstatError(
+                    f"token id {top} is outside the vocabulary of --ids-tokenizer ({self._decoder.get_vocab_size()} ids)",
+                    path=doc.source, line=doc.line, hint="pass the tokenizer that made these ids")
+            batch.append(doc)
+            n_ids += doc.ids.size
+            if n_ids >= DECODE_IDS:
+                yield from self._decode(batch)
+                batch, n_ids = [], 0
+        yield from self._decode(batch)
+
+    def _decode(self, batch: list[Document]) -> Iterator[Document]:
+        """One batch decoded, in order."""
+        texts = self._decoder.decode_batch([d.ids.tolist() for d in batch]) if batch else []
+        for doc, text in zip(batch, texts, strict=True):
+            yield Document(doc.source, doc.line, text=text, group=doc.group)
 
     def only(self, group: str) -> Corpus:
         """The same corpus, yielding only the documents whose group field has the value ``group``."""
@@ -318,15 +334,19 @@ class Corpus:
     def __iter__(self) -> Iterator[Document]:
         """Yield every non-empty, valid document in order, refreshing ``stats`` as it goes."""
         self.stats = ReadStats()
+        docs = self._kept()
+        for doc in self._decoded(docs) if self._decoder is not None else docs:
+            self.stats.documents += 1
+            yield doc
+
+    def _kept(self) -> Iterator[Document]:
+        """The documents of the group asked for (all without one), empty ones left out and counted."""
         for doc in self._documents():
             if self.group is not None and doc.group != self.group:
                 continue
             if _is_empty(doc):
                 self.stats.empty += 1
                 continue
-            self.stats.documents += 1
-            if self._decoder is not None:
-                doc = self._decoded(doc)
             yield doc
 
     def _documents(self) -> Iterator[Document]:
