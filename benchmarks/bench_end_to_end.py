@@ -27,7 +27,10 @@ or loads its kernels there, ``warm_up``):
   ``RAYON_NUM_THREADS=1``: wall and CPU seconds, to show the thread pool at work;
 * the ladder's BPE vocabularies trained one by one on the training sample (what depstat did
   before) against the largest trained once and the others cut from it (``truncate_bpe``, what
-  ``text_streams`` does); every cut vocabulary must equal its own training or the run fails.
+  ``text_streams`` does); every cut vocabulary must equal its own training or the run fails;
+* the corpus written as token ids of the largest BPE (jsonl, as Nemotron-ClimbMix ships) and
+  read twice: as ids, and decoded to text with ``--ids-tokenizer`` (what every pass over such
+  a corpus does).
 
 Run: ``python benchmarks/bench_end_to_end.py [--mb 100] [-g NAME ...] [--max-tokens N]``.
 """
@@ -210,6 +213,33 @@ def ladder_training(texts: list[str], sizes: list[int]) -> list[list[str]]:
     return rows
 
 
+def load_tokenizer_of(cache_dir: Path, names: list[str]):
+    """The largest BPE vocabulary the cold profile trained (the stand-in for a model's tokenizer), from the cache."""
+    from tokenizers import Tokenizer
+
+    size = max(bpe_vocab_size(n) or 0 for n in names) or 8192
+    paths = [p for p in (cache_dir / "v1" / "tokenizers").glob("*.json")
+             if Tokenizer.from_file(str(p)).get_vocab_size() == size]
+    return Tokenizer.from_file(str(paths[0]))
+
+
+def decode_rows(workdir: Path, documents, tokenizer) -> list[list[str]]:
+    """One row: the corpus encoded with ``tokenizer`` and written as ids, then read as ids and read decoded."""
+    ids_path, tok_path = workdir / "ids.jsonl", workdir / "ids-tokenizer.json"
+    tokenizer.save(str(tok_path))
+    n_ids = n_bytes = 0
+    with ids_path.open("w", encoding="utf-8") as out:
+        for shard in split_shards(d.text for d in documents()):
+            n_bytes += shard.n_bytes
+            for e in tokenizer.encode_batch_fast(shard.texts, add_special_tokens=False):
+                out.write(json.dumps({"input_ids": e.ids}) + "\n")
+                n_ids += len(e.ids)
+    read_s, _ = timed(lambda: sum(d.ids.size for d in open_corpus(str(ids_path))))
+    decode_s, _ = timed(lambda: sum(len(d.text) for d in open_corpus(str(ids_path), ids_tokenizer=str(tok_path))))
+    return [[f"bpe-{tokenizer.get_vocab_size() // 1024}k", f"{n_ids:,}", f"{read_s:.1f}", f"{decode_s:.1f}",
+             f"{n_bytes / 1e6 / max(decode_s - read_s, 1e-9):.0f}"]]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=100, help="corpus size in MB of UTF-8 text (default: 100)")
@@ -313,6 +343,11 @@ def main() -> None:
             print(f"\nBPE vocabularies for the ladder on the training sample ({len(texts)} documents, "
                   f"{sum(len(t.encode()) for t in texts) / 1e6:.1f} MB); every cut vocabulary equals its own training")
             print(format_table(["BPE training", "seconds"], ladder_training(texts, sizes)))
+
+        print("\nthe corpus as token ids (jsonl, as Nemotron-ClimbMix ships), read as ids and decoded to text by "
+              "--ids-tokenizer")
+        print(format_table(["tokenizer", "ids", "read ids s", "read + decode s", "decode MB/s"],
+                           decode_rows(args.workdir, documents, load_tokenizer_of(cache_dir, names))))
     finally:
         shutil.rmtree(args.workdir, ignore_errors=True)
 
