@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -406,12 +408,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("depstat: interrupted", file=sys.stderr)
         return 130
+    except OSError as err:  # a file that cannot be read or written, found only while working
+        print(f"depstat: error: {err.strerror or err}{f': {err.filename}' if err.filename else ''}", file=sys.stderr)
+        return 2
+
+
+def writable(directory: str | os.PathLike, what: str = "--out") -> None:
+    """Fail before any work when ``directory`` cannot be created or written to."""
+    path = Path(directory)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".depstat-check-"):
+            pass
+    except OSError as err:
+        raise DepstatError(f"cannot write to {what} {directory} ({err.strerror or err})",
+                           hint="choose a directory you can write to") from None
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
     """depstat profile: profile, analyse, save, print."""
     if args.report and not args.out:
         raise DepstatError("--report needs --out DIR")
+    if args.out:
+        writable(args.out)
     settings = settings_from(args)
     check_settings(settings)
     result = run_profile(args)
@@ -479,6 +498,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     check_settings(settings)
     result = Profile.load(args.source)
+    writable(args.out or args.source)
     paths = build_report(result, analyze(result, settings), args.out or args.source)
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     return 0
@@ -517,6 +537,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """depstat validate: one validation experiment, resumed from its finished runs."""
     from depstat import validate
 
+    writable(args.out)
     result = validate.run(args.experiment, args.out, quick=args.quick, seeds=args.seeds, device=args.device,
                           threads=args.threads, corpus=args.corpus, scale=args.scale)
     print(validate.summary(result))

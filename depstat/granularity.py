@@ -53,7 +53,8 @@ def check_names(names: Iterable[str]) -> list[str]:
                 f"unknown granularity {name!r}",
                 hint="use bytes, words, bpe-N or bpe-Nk (e.g. bpe-8k), or --tokenizer PATH",
             )
-        if (bpe_vocab_size(name) or 512) < 257:
+        size = bpe_vocab_size(name)
+        if size is not None and size < 257:
             raise DepstatError(f"granularity {name!r}: a byte-level BPE needs more than 256 tokens")
         out.append(name)
     return out

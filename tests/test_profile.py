@@ -287,6 +287,8 @@ def test_skip_bad_counts_what_it_skipped(tmp_path: Path) -> None:
     ("kwargs", "message"),
     [
         ({"granularities": ["bpe-huge"]}, "unknown granularity"),
+        ({"granularities": ["bpe-0"]}, "needs more than 256 tokens"),
+        ({"granularities": ["bpe-256"]}, "needs more than 256 tokens"),
         ({"estimator": "magic"}, "unknown estimator"),
         ({"max_offset": 0}, "--max-offset"),
         ({"n_blocks": 1}, "2 to 32,767 blocks"),
@@ -361,3 +363,11 @@ def test_token_id_corpus_gets_the_whole_ladder_with_its_tokenizer(tmp_path):
     # the same ids; only the null's draws differ (they follow the documents' keys: text here, ids there)
     half_width = (theirs["ci_high"] - theirs["ci_low"]).to_numpy() / 2
     assert np.all(np.abs(mine["mi_bits"].to_numpy() - theirs["mi_bits"].to_numpy()) < half_width)
+
+
+def test_an_unwritable_out_is_one_line_before_any_work(small_corpus: Path, tmp_path: Path, capsys) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    assert main(["profile", str(small_corpus), "-g", "bytes", "--out", str(blocker / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot write to --out" in err[0]
