@@ -3,7 +3,7 @@
 Chains: ``reference_chain()`` (V = 512, the chain behind the accuracy bar) at several
 corpus sizes, and the slower-mixing ``topic_chain(512, 16, switch=0.01,
 concentration=0.05, seed=1)`` at the largest size. Documents are 4096 tokens long and
-pairs never cross them. For each estimator in ``depstat.estimators.ESTIMATORS`` and each
+pairs never cross them. For each estimator in ``depstat.estimate.estimators.ESTIMATORS`` and each
 offset r (log-spaced from 1 to 2048) the error is estimate - exact MI, in bits.
 
 Accuracy bar: |error| / max(0.005, 0.02 * exact) <= 1 at every offset (the "bar ratio").
@@ -11,7 +11,7 @@ Errors are marked as within sampling noise when |error| <= 2 jackknife standard 
 
 Every estimator is computed from one set of kernel sums per offset (real, rotation and
 i.i.d. partners, with jackknife deltas); a cross-check asserts that this gives the same
-numbers as ``depstat.profile.mi_profile`` for every estimator.
+numbers as ``depstat.estimate.profile.mi_profile`` for every estimator.
 
 Run: ``python benchmarks/bench_accuracy.py [--quick]``.
 """
@@ -23,13 +23,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
 from benchlib import format_table, machine_line, signed
-from depstat import estimators as est
-from depstat.counting import PairCounter
-from depstat.profile import log_offsets, mi_profile
-from depstat.stream import TokenStream
-from depstat.synth import MarkovChain, reference_chain, topic_chain
+
+from depstat.count.counting import PairCounter
+from depstat.estimate import estimators as est
+from depstat.estimate.profile import log_offsets, mi_profile
+from depstat.io.synth import MarkovChain, reference_chain, topic_chain
+from depstat.tokenize.stream import TokenStream
 
 SIZES = (250_000, 500_000, 1_000_000, 2_000_000)
 QUICK_SIZES = (500_000, 2_000_000)

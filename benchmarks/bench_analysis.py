@@ -2,7 +2,7 @@
 
 Run: python benchmarks/bench_analysis.py [--quick]
 
-1. Widths. Latent blocks (``depstat.synth.block_sequences``, B = 8, 32, 128): kind and W at
+1. Widths. Latent blocks (``depstat.io.synth.block_sequences``, B = 8, 32, 128): kind and W at
    --max-offset 512 and 4096 and the ratio for each 4x in B; the reference Markov chain at 1M
    and 2M tokens; a few-character Markov text in two document orders.
 2. Sources of known kind, at the same granularities and settings (d = 128, L_train = 2048,
@@ -36,11 +36,17 @@ from pathlib import Path
 import numpy as np
 
 import depstat
-from depstat.analysis import analyze
-from depstat.dependency import curve, exact_curve, fitted, kernel_width
-from depstat.profile import log_offsets, mi_profile
-from depstat.synth import (
-    TEXT_ALPHABET, arithmetic_jsonl, block_exact_mi, block_sequences, markov_text, reference_chain, topic_chain,
+from depstat.analysis.dependency import curve, exact_curve, fitted, kernel_width
+from depstat.analysis.result import analyze
+from depstat.estimate.profile import log_offsets, mi_profile
+from depstat.io.synth import (
+    TEXT_ALPHABET,
+    arithmetic_jsonl,
+    block_exact_mi,
+    block_sequences,
+    markov_text,
+    reference_chain,
+    topic_chain,
     write_jsonl,
 )
 
@@ -54,7 +60,7 @@ GRANULARITIES = ["bytes", "bpe-1k", "bpe-8k", "words"]
 HEAD_DIM, L, TARGET = 128, 2048, 8192
 
 
-def _w(w: depstat.dependency.Width) -> str:
+def _w(w: depstat.analysis.dependency.Width) -> str:
     if w.W is None:
         return f"{w.kind} (alpha {w.alpha:.2f})" if w.alpha is not None else w.kind
     return f"{w.kind} {w.W:.1f} [{w.ci_low:.1f}, {w.ci_high:.1f}]"

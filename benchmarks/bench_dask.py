@@ -39,14 +39,20 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
+from bench_speed import (
+    FORTUNES_DIR,
+    GCIDE,
+    build_streams,
+    english_documents,
+    offset_grid,
+)
+from benchlib import format_table, machine_line, probe_env
 from distributed import get_task_stream
 
-from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents, offset_grid
-from benchlib import format_table, machine_line, probe_env
-from depstat import kernels
-from depstat.distributed import DaskCounter, dask_client
-from depstat.profile import mi_profile
-from depstat.stream import TokenStream
+from depstat.count import kernels
+from depstat.count.distributed import DaskCounter, dask_client
+from depstat.estimate.profile import mi_profile
+from depstat.tokenize.stream import TokenStream
 
 MAX_OFFSET = 2048
 N_OFFSETS = 29

@@ -52,16 +52,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-
 from benchlib import format_table, machine_line
-from depstat.cache import TokenCache, split_shards
-from depstat.corpus import open_corpus
-from depstat.granularity import (
-    DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS, bpe_vocab_size, text_streams, train_bpe, truncate_bpe,
+
+from depstat.estimate.profile import mi_profile, profile
+from depstat.io.corpus import open_corpus
+from depstat.io.sampling import select
+from depstat.tokenize.cache import TokenCache, split_shards
+from depstat.tokenize.granularity import (
+    DEFAULT_LADDER,
+    DEFAULT_TRAIN_BYTES,
+    DEFAULT_TRAIN_DOCS,
+    bpe_vocab_size,
+    text_streams,
+    train_bpe,
+    truncate_bpe,
 )
-from depstat.profile import mi_profile, profile
-from depstat.sampling import select
-from depstat.stream import TokenStream
+from depstat.tokenize.stream import TokenStream
 
 FORTUNES_DIR = Path("/usr/share/games/fortunes")
 GCIDE = Path("/usr/share/dictd/gcide.dict.dz")
@@ -145,8 +151,8 @@ def encode_probe(text_path: Path, mb: float, threads: str | None) -> tuple[float
     """(wall s, CPU s) of ``encode_batch_fast`` on ``mb`` MB of the corpus in a fresh interpreter."""
     code = f"""
 import json, resource, time
-from depstat.cache import TokenCache, split_shards
-from depstat.granularity import _encode, train_bpe
+from depstat.tokenize.cache import TokenCache, split_shards
+from depstat.tokenize.granularity import _encode, train_bpe
 texts, size = [], 0
 for line in open({str(text_path)!r}, encoding="utf-8"):
     texts.append(json.loads(line)["text"]); size += len(texts[-1])

@@ -41,19 +41,39 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from bench_speed import (
-    DEFAULT, FORTUNES_DIR, GCIDE, MAX_OFFSET, build_streams, english_documents, offset_grid, resize,
+    DEFAULT,
+    FORTUNES_DIR,
+    GCIDE,
+    MAX_OFFSET,
+    build_streams,
+    english_documents,
+    offset_grid,
+    resize,
 )
 from benchlib import format_table, machine_line, probe_env
-from depstat.distributed import (
-    ENTRY_BYTES, MAX_KEY_RANGES, MAX_SHARD_TOKENS, MERGE_FAN_IN, OFFSETS_PER_BATCH, PROBE_SAFETY, SHARD_TOKENS,
+
+from depstat.count.distributed import (
+    ENTRY_BYTES,
+    MAX_KEY_RANGES,
+    MAX_SHARD_TOKENS,
+    MERGE_FAN_IN,
+    OFFSETS_PER_BATCH,
+    PROBE_SAFETY,
+    SHARD_TOKENS,
     _block_task,
-    _combine_task, _count_shard, _piece, _range_task, batch_spec, first_token_edges, graph_plan, graph_tasks,
+    _combine_task,
+    _count_shard,
+    _piece,
+    _range_task,
+    batch_spec,
+    first_token_edges,
+    graph_plan,
+    graph_tasks,
 )
-from depstat.estimators import needs_first_marginal
-from depstat.stream import TokenStream
-from depstat.tables import shard_tables
+from depstat.count.tables import shard_tables
+from depstat.estimate.estimators import needs_first_marginal
+from depstat.tokenize.stream import TokenStream
 
 N_OFFSETS = 29
 THREADS = 64  # the cluster the graph is sized for (docs/scale.md's 10^11-token estimate assumes 64 workers)
@@ -91,7 +111,7 @@ SHARD_PROBE = r"""
 import json, sys, time
 import numpy as np
 from benchlib import PeakAnon
-from depstat.distributed import _count_shard, batch_spec
+from depstat.count.distributed import _count_shard, batch_spec
 
 path, ends_path, edges_path, vocab = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 shards, offsets = [int(v) for v in sys.argv[5].split(",")], [int(v) for v in sys.argv[6].split(",")]

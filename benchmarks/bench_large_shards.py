@@ -34,15 +34,35 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-
-from bench_graph import BPE_SHARDS, GIB, MERGE_COLUMNS, SHARD_COLUMNS, THREADS, merge_rows, shard_rows
-from bench_speed import MAX_OFFSET, N_OFFSETS, TRAIN_BYTES, encode_until, offset_grid, resize
-from benchlib import format_table, machine_line
-from depstat.distributed import (
-    MAX_KEY_RANGES, MERGE_FAN_IN, OFFSETS_PER_BATCH, PROBE_SAFETY, first_token_edges, graph_plan,
+from bench_graph import (
+    BPE_SHARDS,
+    GIB,
+    MERGE_COLUMNS,
+    SHARD_COLUMNS,
+    THREADS,
+    merge_rows,
+    shard_rows,
 )
-from depstat.granularity import bpe_vocab_size, train_bpe
-from depstat.stream import TokenStream
+from bench_speed import (
+    MAX_OFFSET,
+    N_OFFSETS,
+    TRAIN_BYTES,
+    encode_until,
+    offset_grid,
+    resize,
+)
+from benchlib import format_table, machine_line
+
+from depstat.count.distributed import (
+    MAX_KEY_RANGES,
+    MERGE_FAN_IN,
+    OFFSETS_PER_BATCH,
+    PROBE_SAFETY,
+    first_token_edges,
+    graph_plan,
+)
+from depstat.tokenize.granularity import bpe_vocab_size, train_bpe
+from depstat.tokenize.stream import TokenStream
 
 SOURCE = Path("/usr/src/linux-source-6.1.tar.xz")
 MEMORY = 8 * GIB  # a worker thread's memory: the plan whose shards docs/scale.md's bound takes

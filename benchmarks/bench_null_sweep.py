@@ -18,11 +18,11 @@ import argparse
 import time
 
 import numpy as np
-
 from bench_speed import FORTUNES_DIR, GCIDE, build_streams, english_documents
 from benchlib import format_table, machine_line
-from depstat.counting import PARTNER_MODES, jackknife_blocks
-from depstat.tables import combine, range_sums, shard_tables, swept_range_sums
+
+from depstat.count.counting import PARTNER_MODES, jackknife_blocks
+from depstat.count.tables import combine, range_sums, shard_tables, swept_range_sums
 
 BATCHES = ([10, 13, 16, 21], [575, 741, 955, 1232])  # from the default grid's small and large offsets
 FIELDS = ("joint", "joint_jk", "first", "first_jk", "second", "second_jk")

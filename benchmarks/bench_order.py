@@ -40,11 +40,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from benchlib import format_table, machine_line
-from depstat.profile import log_offsets, mi_profile, profile
-from depstat.stream import TokenStream
-from depstat.synth import arithmetic_problems, reference_chain, topic_chain
+
+from depstat.estimate.profile import log_offsets, mi_profile, profile
+from depstat.io.synth import arithmetic_problems, reference_chain, topic_chain
+from depstat.tokenize.stream import TokenStream
 
 DESIGNS = {
     "default": {},

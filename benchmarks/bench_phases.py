@@ -33,12 +33,24 @@ from collections.abc import Callable
 
 import numba
 import numpy as np
-
-from bench_speed import FORTUNES_DIR, GCIDE, N_OFFSETS, build_streams, english_documents, offset_grid
+from bench_speed import (
+    FORTUNES_DIR,
+    GCIDE,
+    N_OFFSETS,
+    build_streams,
+    english_documents,
+    offset_grid,
+)
 from benchlib import format_table, machine_line
-from depstat import kernels
-from depstat.counting import PART_TOKENS, SHORT_PASS_OFFSETS, PairCounter, slot_arrays
-from depstat.stream import TokenStream
+
+from depstat.count import kernels
+from depstat.count.counting import (
+    PART_TOKENS,
+    SHORT_PASS_OFFSETS,
+    PairCounter,
+    slot_arrays,
+)
+from depstat.tokenize.stream import TokenStream
 
 
 def best_seconds(call: Callable[[], object], repeats: int) -> float:

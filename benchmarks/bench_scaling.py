@@ -45,15 +45,24 @@ from functools import cached_property
 
 import numba
 import numpy as np
-
 from bench_large_shards import SOURCE, Encoder, kernel_sources, progress
 from bench_speed import (
-    BY_KEY, DEFAULT, MAX_OFFSET, N_OFFSETS, depstat_method, encode_until, measure_memory, memory_offsets, offset_grid,
-    resize, target_for,
+    BY_KEY,
+    DEFAULT,
+    MAX_OFFSET,
+    N_OFFSETS,
+    depstat_method,
+    encode_until,
+    measure_memory,
+    memory_offsets,
+    offset_grid,
+    resize,
+    target_for,
 )
 from benchlib import format_table, machine_line
-from depstat.granularity import train_words
-from depstat.stream import TokenStream
+
+from depstat.tokenize.granularity import train_words
+from depstat.tokenize.stream import TokenStream
 
 SIZES = "1e6,3e6,1e7,3e7,1e8"
 OFFSET_COUNTS = "8,15,29,57"

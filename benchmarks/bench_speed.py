@@ -38,20 +38,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from pydoc_data.topics import topics
 
 import numba
 import numpy as np
+from benchlib import PeakRSS, format_table, machine_line
 from numba.core.registry import CPUDispatcher as Dispatcher
-from pydoc_data.topics import topics
 from sklearn.metrics import mutual_info_score
 
-from benchlib import PeakRSS, format_table, machine_line
-from depstat import estimators as est
-from depstat import kernels
-from depstat.counting import PairCounter
-from depstat.granularity import bpe_vocab_size, encode_stream, train_bpe
-from depstat.profile import log_offsets, mi_profile
-from depstat.stream import TokenStream
+from depstat.count import kernels
+from depstat.count.counting import PairCounter
+from depstat.estimate import estimators as est
+from depstat.estimate.profile import log_offsets, mi_profile
+from depstat.tokenize.granularity import bpe_vocab_size, encode_stream, train_bpe
+from depstat.tokenize.stream import TokenStream
 
 MAX_OFFSET = 2048
 N_OFFSETS = 29

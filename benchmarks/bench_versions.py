@@ -59,18 +59,27 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from bench_speed import (
-    DEFAULT, FORTUNES_DIR, GCIDE, MAX_OFFSET, N_OFFSETS, build_streams, encode_until, english_documents,
-    offset_grid, resize,
+    DEFAULT,
+    FORTUNES_DIR,
+    GCIDE,
+    MAX_OFFSET,
+    N_OFFSETS,
+    build_streams,
+    encode_until,
+    english_documents,
+    offset_grid,
+    resize,
 )
 from benchlib import format_table, machine_line, probe_env
-from depstat import estimators, tables
-from depstat.counting import jackknife_blocks
-from depstat.distributed import batch_spec
-from depstat.granularity import train_words
-from depstat.profile import mi_profile
-from depstat.stream import TokenStream
+
+from depstat.count import tables
+from depstat.count.counting import jackknife_blocks
+from depstat.count.distributed import batch_spec
+from depstat.estimate import estimators
+from depstat.estimate.profile import mi_profile
+from depstat.tokenize.granularity import train_words
+from depstat.tokenize.stream import TokenStream
 
 STREAMS = ("bytes", "bpe-8k", "bpe-32k", "words")
 BASE_ROOT = Path.home() / ".cache" / "depstat-bench-versions"  # one export per commit: its Numba cache is kept
@@ -207,7 +216,7 @@ def range_task_memory(stream: TokenStream, home: Path, batch: list[int]) -> list
             pickle.dump((reals[-1], null, drops, int(stream.vocab_size), not lean), fh)
         env = probe_env()
         env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(home)] + sys.path[1:])
-        for module, n_chunks in (("depstat.tables", 0), ("depstat.tables", PROBE_CHUNKS), ("depstat_base.tables", 0)):
+        for module, n_chunks in (("depstat.count.tables", 0), ("depstat.count.tables", PROBE_CHUNKS), ("depstat_base.tables", 0)):
             for name in inputs:
                 done = subprocess.run([sys.executable, "-c", MEMORY_PROBE, module, str(path), str(n_chunks), name],
                                       capture_output=True, text=True, check=True, env=env)
@@ -226,7 +235,7 @@ GRAPH_SHARDS_PER_BLOCK = 4  # as bench_dask.py's "four shards a block": each blo
 def graph_task_calls(stream: TokenStream, base_distributed, offsets: np.ndarray):
     """(head, base) calls that run a profile's block, range and combine tasks on shard results
     counted once by head, the fields compared, and the batches."""
-    from depstat import distributed
+    from depstat.count import distributed
 
     v, ends, shift = int(stream.vocab_size), np.cumsum(stream.doc_lengths), max(stream.n_tokens // 2, 1)
     starts, _ = jackknife_blocks(stream.doc_lengths, 20)

@@ -12,12 +12,12 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
-from depstat.analysis import Analysis, Settings, analyze, compare_lengths  # noqa: E402
-from depstat.corpus import Corpus, Document, open_corpus  # noqa: E402
+from depstat.analysis.result import Analysis, Settings, analyze, compare_lengths  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
-from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS  # noqa: E402
-from depstat.profile import Profile, log_offsets, mi_profile, profile  # noqa: E402
-from depstat.stream import TokenStream  # noqa: E402
+from depstat.estimate.estimators import DEFAULT_ESTIMATOR, ESTIMATORS  # noqa: E402
+from depstat.estimate.profile import Profile, log_offsets, mi_profile, profile  # noqa: E402
+from depstat.io.corpus import Corpus, Document, open_corpus  # noqa: E402
+from depstat.tokenize.stream import TokenStream  # noqa: E402
 
 __all__ = [
     "Analysis", "Corpus", "DEFAULT_ESTIMATOR", "DepstatError", "Document", "ESTIMATORS", "Profile",

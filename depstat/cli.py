@@ -11,33 +11,42 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
 from depstat import __version__
-from depstat.analysis import DEFAULT_TRAIN_LENGTH, Analysis, Settings, analyze
-from depstat.cache import default_cache_dir
-from depstat.corpus import open_corpus
+from depstat.analysis.groups import Groups, profile_groups
+from depstat.analysis.recommend import DEFAULT_MARGIN, PAPER_C
+from depstat.analysis.result import DEFAULT_TRAIN_LENGTH, Settings, analyze
+from depstat.analysis.selfsim import MARGIN as SIMILARITY_MARGIN
+from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
-from depstat.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
-from depstat.granularity import DEFAULT_LADDER, DEFAULT_TRAIN_BYTES, DEFAULT_TRAIN_DOCS
-from depstat.groups import Groups, profile_groups
-from depstat.kernels import NOTE_BLOCKS
-from depstat.profile import (
+from depstat.estimate.estimators import DEFAULT_ESTIMATOR, ESTIMATORS
+from depstat.estimate.profile import (
     DEFAULT_BLOCKS,
     DEFAULT_MAX_OFFSET,
     DEFAULT_NULL_DRAWS,
     DEFAULT_ORDER,
     DEFAULT_POPULATION,
-    FEW_DOCS_SHARE,
     ORDERS,
     POPULATIONS,
     Profile,
     log_offsets,
     profile,
 )
-from depstat.recommend import DEFAULT_MARGIN, PAPER_C, Recommendation
-from depstat.sampling import DEFAULT_SAMPLE, SAMPLE_RULES
-from depstat.selfsim import MARGIN as SIMILARITY_MARGIN
+from depstat.io.corpus import open_corpus
+from depstat.io.sampling import DEFAULT_SAMPLE, SAMPLE_RULES
+from depstat.report.console import (
+    render,
+    render_analysis,
+    render_groups,
+    render_recommendation,
+    render_selfsim,
+)
+from depstat.tokenize.cache import default_cache_dir
+from depstat.tokenize.granularity import (
+    DEFAULT_LADDER,
+    DEFAULT_TRAIN_BYTES,
+    DEFAULT_TRAIN_DOCS,
+)
 
 
 def _int_list(text: str) -> list[int]:
@@ -164,6 +173,17 @@ def analysis_options() -> argparse.ArgumentParser:
     return p
 
 
+def card_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The card's own arguments (source, --out, --title, --description) on ``parser``."""
+    parser.add_argument("source", help="a directory written by depstat profile --out, or a corpus to profile")
+    o = parser.add_argument_group("card")
+    o.add_argument("--out", required=True, help="the card's Markdown file; the figure goes beside it as <stem>.png")
+    o.add_argument("--title", default=None, help="the card's title (default: 'Data card: SOURCE')")
+    o.add_argument("--description", default=None,
+                   help="what the corpus is (origin, licence, language or domain), Markdown, put under the title")
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed so the docs and tests can read the help)."""
     parser = argparse.ArgumentParser(
@@ -214,10 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--block", type=int, default=16, help="block length B for blocks (default: 16)")
     syn.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
 
-    from depstat import card
-
     crd = sub.add_parser("card", parents=[corpus, analysis], help="Markdown data card of a corpus or saved profile")
-    card.add_arguments(crd)
+    card_arguments(crd)
 
     rep = sub.add_parser("report", parents=[analysis], help="HTML and Markdown report of a saved profile")
     rep.add_argument("source", help="a directory written by depstat profile --out")
@@ -278,104 +296,6 @@ def run_groups(args: argparse.Namespace, settings: Settings) -> Groups:
     corpus = open_corpus(args.corpus, group_field=args.group_by, **reading_options(args))
     return profile_groups(corpus, settings, max_docs=args.max_docs, max_tokens=args.max_tokens, seed=args.seed,
                           sample=args.sample, **profile_options(args))
-
-
-def render_groups(groups: Groups) -> str:
-    """The table across groups."""
-    table = groups.table.with_columns(pl.col(pl.Float64).round(3))
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
-                   fmt_str_lengths=60, tbl_width_chars=250):
-        return f"groups by {groups.field!r} (each on its share of the sample):\n{table}"
-
-
-def render(result: Profile) -> str:
-    """The console report: per-granularity facts, then the profile table."""
-    summary = result.summary()
-    c = summary["corpus"]
-    field = f"; token ids from field {c['ids_field']!r}" if c.get("ids_field") else ""
-    lines = [f"corpus: {c.get('spec')}  ({summary['sampling']['rule']}{field})"]
-    if c.get("skipped_bad_records"):
-        lines.append(f"skipped bad records: {c['skipped_bad_records']} {c['skipped_reasons']}")
-    lines.append(f"estimator: {result.estimator}; {int(result.confidence * 100)}% jackknife intervals")
-    lines.append("")
-    facts = pl.DataFrame([
-        {
-            "granularity": k, "vocab": g["vocab_size"], "tokens": g["n_tokens"], "docs": g["n_docs"],
-            "bytes/token": round(g["bytes_per_token"], 3) if g.get("bytes_per_token") else None,
-            "zero from r=": g["first_offset_indistinguishable_from_zero"],
-        }
-        for k, g in summary["granularities"].items()
-    ])
-    wide = (
-        result.table.with_columns(
-            pl.format("{} [{}, {}]", *(pl.col(c).round(4) for c in ("mi_bits", "ci_low", "ci_high")))
-            .alias("cell")
-        )
-        .pivot(on="granularity", index="offset", values="cell")
-        .sort("offset")
-    )
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40, tbl_width_chars=250):
-        lines.append(str(facts))
-        lines.append("")
-        lines.append("I(r) in bits, point [interval low, high]:")
-        lines.append(str(wide))
-    for name, offsets in result.skipped_offsets.items():
-        if offsets:
-            lines.append(f"{name}: offsets {offsets} skipped (fewer than 64 pairs)")
-    for name, g in summary["granularities"].items():
-        if g["few_documents_from_offset"] is not None:
-            lines.append(
-                f"{name}: offsets from {g['few_documents_from_offset']} rest on fewer than {FEW_DOCS_SHARE:.0%} of the "
-                f"{g['n_docs']} documents ({g['documents_at_largest_offset']} at the largest): a change of population "
-                "as well as of distance; --population fixed keeps only documents longer than the largest offset"
-            )
-    return "\n".join(lines)
-
-
-def _num(x: float | None, fmt: str = ".1f") -> str:
-    return "" if x is None or x != x else format(x, fmt)
-
-
-def render_widths(analysis: Analysis) -> str:
-    """One line per granularity: the kind of its kernel, W with interval, alpha, the floor."""
-    rows = [{
-        "granularity": w.granularity, "kind": w.kind,
-        "W (tokens)": f"{_num(w.W)} [{_num(w.ci_low)}, {_num(w.ci_high)}]" if w.W is not None else "",
-        "W (bytes)": _num(w.W_bytes, ".0f"),
-        "alpha": f"{_num(w.alpha, '.2f')} [{_num(w.alpha_ci[0], '.2f')}, {_num(w.alpha_ci[1], '.2f')}]" if w.alpha_ci else "",
-        "floor (bits)": _num(w.floor, ".4f"), "r_max": f"{w.r_max:.0f}",
-    } for w in analysis.widths.values()]
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40, tbl_width_chars=200):
-        table = str(pl.DataFrame(rows))
-    return "dependency kernels (decay above a floor; W = q90 of the fitted kernel):\n" + table
-
-
-def render_selfsim(analysis: Analysis) -> str:
-    """Widths, then the verdict and its reasons."""
-    ss = analysis.self_similarity
-    lines = [render_widths(analysis), f"self-similarity: {ss.verdict}"]
-    lines += [f"  - {r}" for r in ss.reasons]
-    return "\n".join(lines)
-
-
-def render_recommendation(rec: Recommendation) -> str:
-    """The recommendation in words, the other rules side by side, and the config to paste."""
-    lines = [f"recommended rope_theta: {rec.rope_theta:.4g} (head_dim {rec.head_dim}, L_train {rec.train_length}, "
-             f"read at {rec.granularity}; set by {'the data' if rec.bound == 'data' else rec.bound})"]
-    lines += [f"  - {r}" for r in rec.reasons]
-    lines.append(f"  {'rule':<34} {'base':>10} {'theta* band':>12} {'bands slower':>13}")
-    for g in (rec.recommended, *rec.alternatives):
-        lines.append(f"  {g.rule:<34} {g.base:>10.4g} {g.theta_star_band:>12} {g.bands_slower:>13}")
-    lines.append("transformers >= 5 config:")
-    lines.append(json.dumps(rec.rope_parameters, indent=2))
-    lines.append("transformers 4.x config:")
-    lines.append(json.dumps(rec.legacy_config, indent=2))
-    return "\n".join(lines)
-
-
-def render_analysis(analysis: Analysis) -> str:
-    """Self-similarity and recommendation sections of the console report."""
-    return render_selfsim(analysis) + "\n\n" + render_recommendation(analysis.recommendation)
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
@@ -439,7 +359,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
     if args.out:
         result.save(args.out, analysis, groups)
         if args.report:
-            from depstat.report import build_report
+            from depstat.report.document import build_report
 
             build_report(result, analysis, args.out)
     if args.format == "json":
@@ -459,7 +379,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
 
 def check_settings(settings: Settings) -> None:
     """Reject analysis settings before any work is done."""
-    from depstat.recommend import check_settings as check
+    from depstat.analysis.recommend import check_settings as check
 
     check(settings.head_dim, settings.train_length, settings.target_length, settings.c, settings.margin)
     if not settings.similarity_margin > 0:
@@ -493,7 +413,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """depstat report: HTML and Markdown report of a saved profile."""
-    from depstat.report import build_report
+    from depstat.report.document import build_report
 
     settings = settings_from(args)
     check_settings(settings)
@@ -506,7 +426,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_synth(args: argparse.Namespace) -> int:
     """depstat synth: write a synthetic corpus."""
-    from depstat import synth
+    from depstat.io import synth
 
     if args.docs < 1 or args.doc_len < 2:
         raise DepstatError("--docs must be at least 1 and --doc-len at least 2")
@@ -526,9 +446,13 @@ def cmd_synth(args: argparse.Namespace) -> int:
 
 def cmd_card(args: argparse.Namespace) -> int:
     """depstat card: a Markdown data card with its figure."""
-    from depstat import card
+    from depstat.report import card
 
-    path = card.run(args, card.command_line("depstat", args.argv))
+    settings = settings_from(args)
+    check_settings(settings)
+    result = load_or_profile(args)
+    path = card.write_card(result, analyze(result, settings), args.out, card.command_line("depstat", args.argv),
+                           args.title, args.description)
     print(f"wrote {path} and {path.with_suffix('.png')}")
     return 0
 

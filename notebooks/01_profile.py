@@ -39,8 +39,8 @@ import numpy as np
 import polars as pl
 
 import depstat
-from depstat import synth
-from depstat.dependency import curve, exact_curve, fitted, kernel_width
+from depstat.io import synth
+from depstat.analysis.dependency import curve, exact_curve, fitted, kernel_width
 
 # The bundled corpus, whether the notebook runs from the repository root or from notebooks/.
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "python-docs.jsonl.gz").is_file())
@@ -115,13 +115,13 @@ plt.show()
 # %% [markdown]
 # One row per estimator: the worst error relative to the bar, the error at r = 1 and at
 # the longest offset, how many of the 23 intervals contain the exact value, and what
-# `depstat.dependency` reads from the profile as a kernel (section 3 explains it): its
+# `depstat.analysis.dependency` reads from the profile as a kernel (section 3 explains it): its
 # *kind*, the width W that notebook 3 turns into a RoPE base, and the *floor*, the part
 # of I(r) that reaches every offset alike. The same is read from the exact profile
 # (`exact_curve`: no errors, no replicates).
 
 # %%
-def width(table: pl.DataFrame, name: str = "sample") -> depstat.dependency.Width:
+def width(table: pl.DataFrame, name: str = "sample") -> depstat.analysis.dependency.Width:
     """Kernel width of one `mi_profile` table (`curve` selects a granularity, so the table gets one)."""
     return kernel_width(fitted(curve(table.with_columns(granularity=pl.lit(name)), name)))
 
@@ -154,7 +154,7 @@ card
 #   is zero*, and its profile never comes down (`error at r=2048`). That is the way plug-in
 #   misleads: not a small offset everywhere, but a long flat tail that looks like
 #   long-range dependence. Read as a kernel, the tail goes into the **floor**: both decay
-#   models that `depstat.dependency` fits carry a constant floor, so what reaches every
+#   models that `depstat.analysis.dependency` fits carry a constant floor, so what reaches every
 #   offset alike is not counted as long dependencies, and plug-in's W stays close to the
 #   exact one (compared in the cell below). The floor column is where its bias shows.
 # - **miller-madow** removes the first-order bias term and is still far off; **grassberger**
@@ -280,7 +280,7 @@ assert sig[:5].all() and not sig[-5:].any()
 # %% [markdown]
 # ## 3. The kernel width W, on sources of known scale
 #
-# `depstat.dependency` reads a profile as a *kernel*: how far the dependencies reach.
+# `depstat.analysis.dependency` reads a profile as a *kernel*: how far the dependencies reach.
 # `curve` takes one granularity's rows from a profile table (with the whole-profile
 # jackknife replicates that `mi_profile` records), leaving out offsets that rest on few
 # documents; `fitted` fits two decay models, each with a constant floor, to the profile and
@@ -326,7 +326,7 @@ block_table
 # stays nearly constant down each column. The constant itself differs between the exact and
 # the sampled profile. The fits weight each point by its standard error, and an exact
 # profile has none, so its points are weighted by a relative error floor
-# (`depstat.dependency.REL_SE_FLOOR` of the value) instead, which gives the near-zero tail
+# (`depstat.analysis.dependency.REL_SE_FLOOR` of the value) instead, which gives the near-zero tail
 # more say. What the check establishes is the proportionality; how a width maps to a
 # frequency is notebook 3's subject.
 #
@@ -452,7 +452,7 @@ print(f"plug-in bpe-8k: {plug['mi_bits'].min():.2f} to {plug['mi_bits'].max():.2
 #   this sample, not about where the dependence ends.
 # - **The number of documents falls** at long offsets (lower panels): an offset of 2048
 #   tokens only exists inside the longest documents, so the far tail describes those few
-#   documents (a selection effect). Read `n_docs` next to `mi_bits`; `depstat.dependency`
+#   documents (a selection effect). Read `n_docs` next to `mi_bits`; `depstat.analysis.dependency`
 #   leaves out the offsets that rest on few documents.
 # - **Plug-in** (grey) sits far above the default's interval at every offset and comes
 #   back up at the longest ones (printed above): fewer pairs, more bias. With a large

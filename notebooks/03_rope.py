@@ -46,11 +46,11 @@ import numpy as np
 import polars as pl
 
 import depstat
-from depstat import synth
-from depstat.dependency import curve, fitted, kernel_width
-from depstat.recommend import base_for, frequencies, men_lower_bound, recommend
-from depstat.report import build_report
-from depstat.selfsim import VERDICTS, distinct, self_similarity
+from depstat.io import synth
+from depstat.analysis.dependency import curve, fitted, kernel_width
+from depstat.analysis.recommend import base_for, frequencies, men_lower_bound, recommend
+from depstat.report.document import build_report
+from depstat.analysis.selfsim import VERDICTS, distinct, self_similarity
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "python-docs.jsonl.gz").is_file())
 CORPUS = ROOT / "examples" / "python-docs.jsonl.gz"
@@ -126,7 +126,7 @@ plt.show()
 # paper B settle on a dominant band of wavelength 2.2 L_train, so **θ\* = 2π / (2.2 L_train)**.
 
 # %%
-def theta_star_of(w: depstat.dependency.Width, c: float = C) -> tuple[float, str]:
+def theta_star_of(w: depstat.analysis.dependency.Width, c: float = C) -> tuple[float, str]:
     """θ* by the rule above, and which branch gave it."""
     if w.kind in ("characteristic", "local"):
         return c / w.W, f"c / W = π / {w.W:.1f}"
@@ -323,7 +323,7 @@ for label, rec in (("natural text, as recommended", recs["natural text"]), ("the
 # granularity, the self-similarity verdict at the model granularity, the recommendation —
 # and returns a frozen `Analysis`; the profile is not changed. `Profile.save(out, analysis)`
 # writes profile.parquet, replicates.parquet and summary.json with the analysis in it, and
-# `depstat.report.build_report` turns a profile and its analysis into an HTML and a Markdown
+# `depstat.report.document.build_report` turns a profile and its analysis into an HTML and a Markdown
 # report. The CLI equivalent:
 # `depstat recommend examples/python-docs.jsonl.gz -g bytes -g bpe-1k -g bpe-8k -g words --max-offset 2048 --head-dim 128 --train-length 1024 --target-length 4096 --model-granularity bpe-8k`.
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import gzip
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 import depstat
-from typing import NamedTuple
-
-from depstat.analysis import Analysis, analyze
-from depstat.profile import Profile
+from depstat.analysis.result import Analysis, analyze
+from depstat.estimate.profile import Profile
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "python-docs.jsonl.gz"
 

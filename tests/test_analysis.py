@@ -13,17 +13,39 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import depstat
-from depstat.analysis import Settings, analyze, model_granularity
-from depstat.cli import main
-from depstat.dependency import Width, curve, exact_curve, fits_of, fitted, kernel_width, power_width, preferred
-from depstat.errors import DepstatError
-from depstat.profile import log_offsets, mi_profile
-from depstat.recommend import (
-    MEN_FIT, base_for, critical_dimension, frequencies, liu_extension_base, men_lower_bound, recommend, yarn_betas,
+from depstat.analysis.dependency import (
+    Width,
+    curve,
+    exact_curve,
+    fits_of,
+    fitted,
+    kernel_width,
+    power_width,
+    preferred,
 )
-from depstat.selfsim import MARGIN, dilation_test, self_similarity
-from depstat.synth import (
-    arithmetic_jsonl, block_exact_mi, block_sequences, markov_text, reference_chain, text_chain, topic_chain,
+from depstat.analysis.recommend import (
+    MEN_FIT,
+    base_for,
+    critical_dimension,
+    frequencies,
+    liu_extension_base,
+    men_lower_bound,
+    recommend,
+    yarn_betas,
+)
+from depstat.analysis.result import Settings, analyze, model_granularity
+from depstat.analysis.selfsim import MARGIN, dilation_test, self_similarity
+from depstat.cli import main
+from depstat.errors import DepstatError
+from depstat.estimate.profile import log_offsets, mi_profile
+from depstat.io.synth import (
+    arithmetic_jsonl,
+    block_exact_mi,
+    block_sequences,
+    markov_text,
+    reference_chain,
+    text_chain,
+    topic_chain,
     write_jsonl,
 )
 
@@ -403,8 +425,8 @@ def test_dilation_test_tells_a_dilated_kernel_from_a_fixed_one():
 @pytest.mark.slow
 def test_compare_lengths_on_window_streams_of_known_kind(tmp_path):
     """The window task at B and at 4B (a dilation) or at B again (fixed): PI for the first, YaRN for the second."""
-    from depstat.analysis import compare_lengths
-    from depstat.synth import window_stream
+    from depstat.analysis.result import compare_lengths
+    from depstat.io.synth import window_stream
 
     def analysis(block: int, seed: int):
         tokens = window_stream(np.random.default_rng(seed), 60, 512, block)

@@ -13,11 +13,11 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import depstat
-from depstat import cache as cache_mod
-from depstat.cache import TokenCache
 from depstat.cli import main
-from depstat.corpus import open_corpus
-from depstat.granularity import encode_stream, text_streams, train_bpe
+from depstat.io.corpus import open_corpus
+from depstat.tokenize import cache as cache_mod
+from depstat.tokenize.cache import TokenCache
+from depstat.tokenize.granularity import encode_stream, text_streams, train_bpe
 
 GRANULARITIES = ["bytes", "bpe-300", "words"]
 OPTIONS = {"granularities": GRANULARITIES, "max_offset": 32, "n_blocks": 4}

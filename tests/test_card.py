@@ -12,8 +12,17 @@ from pathlib import Path
 import pytest
 
 import depstat
-from depstat.card import FENCE, _fmt, _ival, card_data, card_numbers, main, software, write_card
+from depstat.cli import main
 from depstat.errors import DepstatError
+from depstat.report.card import (
+    FENCE,
+    _fmt,
+    _ival,
+    card_data,
+    card_numbers,
+    software,
+    write_card,
+)
 from tests.conftest import Analysed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,14 +92,14 @@ def test_card_numbers_needs_exactly_one_block() -> None:
 
 def test_command_line_from_a_saved_profile(analysed: Analysed, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     analysed.profile.save(tmp_path / "saved")
-    argv = [str(tmp_path / "saved"), "--out", str(tmp_path / "cards" / "saved.md"),
+    argv = ["card", str(tmp_path / "saved"), "--out", str(tmp_path / "cards" / "saved.md"),
             "--head-dim", "64", "--train-length", "256", "--target-length", "1024"]
     assert main(argv) == 0
     text = (tmp_path / "cards" / "saved.md").read_text(encoding="utf-8")
     assert card_numbers(text) == card_data(*analysed)  # the saved replicates give the same analysis
-    assert "python -m depstat.card " + str(tmp_path / "saved") in text
+    assert "depstat card " + str(tmp_path / "saved") in text
     assert (tmp_path / "cards" / "saved.png").is_file()
-    assert main([str(tmp_path / "saved"), "--out", str(tmp_path / "y.md"), "--head-dim", "63"]) == 2
+    assert main(["card", str(tmp_path / "saved"), "--out", str(tmp_path / "y.md"), "--head-dim", "63"]) == 2
     assert "depstat: error: the head dimension must be even" in capsys.readouterr().err
 
 

@@ -1,4 +1,4 @@
-"""Tests for depstat.corpus: every input format round-trips and every bad input is one clear error."""
+"""Tests for depstat.io.corpus: every input format round-trips and every bad input is one clear error."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from depstat.corpus import Corpus, Document, open_corpus, split_on_eos
 from depstat.errors import DepstatError
+from depstat.io.corpus import Corpus, Document, open_corpus, split_on_eos
 
 RECORDS = [{"text": "alpha beta", "id": 1}, {"text": "gamma", "id": 2}, {"text": "delta epsilon", "id": 3}]
 TEXTS = [r["text"] for r in RECORDS]
@@ -418,7 +418,7 @@ def test_documents_keep_source_and_line_fields():
 
 def climbmix_fixture(tmp_path, n_docs: int = 60):
     """ClimbMix's shape: ids from a tokenizer trained here, cluster ids, two parquet parts, sorted by cluster."""
-    from depstat.granularity import train_bpe
+    from depstat.tokenize.granularity import train_bpe
 
     texts = [f"document {i} about topic {i % 3}: " + " ".join(f"word{(i * j) % 17}" for j in range(40))
              for i in range(n_docs)]

@@ -20,19 +20,24 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from depstat import cache as cache_module  # noqa: E402
-from depstat import distributed  # noqa: E402
-from depstat.cache import TokenCache  # noqa: E402
-from depstat.corpus import open_corpus  # noqa: E402
-from depstat.counting import PARTNER_MODES, PairCounter, jackknife_blocks  # noqa: E402
-from depstat.distributed import (  # noqa: E402
-    DaskCounter, WorkerEncoder, dask_client, graph_plan, graph_tasks, thread_memory,
+from depstat.count import distributed  # noqa: E402
+from depstat.count.counting import PARTNER_MODES, PairCounter, jackknife_blocks  # noqa: E402
+from depstat.count.distributed import (  # noqa: E402
+    DaskCounter,
+    WorkerEncoder,
+    dask_client,
+    graph_plan,
+    graph_tasks,
+    thread_memory,
 )
+from depstat.count.tables import shard_tables  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
-from depstat.granularity import encode_stream, train_bpe  # noqa: E402
-from depstat.profile import mi_profile  # noqa: E402
-from depstat.stream import TokenStream  # noqa: E402
-from depstat.tables import shard_tables  # noqa: E402
+from depstat.estimate.profile import mi_profile  # noqa: E402
+from depstat.io.corpus import open_corpus  # noqa: E402
+from depstat.tokenize import cache as cache_module  # noqa: E402
+from depstat.tokenize.cache import TokenCache  # noqa: E402
+from depstat.tokenize.granularity import encode_stream, train_bpe  # noqa: E402
+from depstat.tokenize.stream import TokenStream  # noqa: E402
 
 pytestmark = pytest.mark.slow
 FIELDS = ("joint", "first", "second", "joint_jk", "first_jk", "second_jk", "block_pairs")

@@ -7,11 +7,11 @@ import numpy.testing as npt
 import pytest
 from scipy import stats
 
-from depstat import estimators as est
-from depstat.counting import PairCounter
-from depstat.profile import log_offsets, mi_profile
-from depstat.stream import TokenStream
-from depstat.synth import MarkovChain, reference_chain, stationary
+from depstat.count.counting import PairCounter
+from depstat.estimate import estimators as est
+from depstat.estimate.profile import log_offsets, mi_profile
+from depstat.io.synth import MarkovChain, reference_chain, stationary
+from depstat.tokenize.stream import TokenStream
 from tests import naive
 
 LN2 = np.log(2)

@@ -9,9 +9,8 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from depstat.granularity import text_streams, train_bpe, truncate_bpe
-from depstat.corpus import Document
-
+from depstat.io.corpus import Document
+from depstat.tokenize.granularity import text_streams, train_bpe, truncate_bpe
 from tests.conftest import EXAMPLE
 
 
@@ -39,7 +38,7 @@ def test_cutting_matches_training_on_repetitive_text(seed: int, letters: int, sm
 
 
 def test_a_ladder_trains_its_largest_bpe_only_and_encodes_as_separate_trainings(tmp_path) -> None:
-    from depstat.cache import TokenCache
+    from depstat.tokenize.cache import TokenCache
 
     texts = _docs_text(25)
     docs = [Document(text=t, source="x", line=i + 1) for i, t in enumerate(texts)]

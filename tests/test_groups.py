@@ -10,12 +10,12 @@ import polars as pl
 import pytest
 
 import depstat
-from depstat.analysis import Settings
+from depstat.analysis.groups import profile_groups, sample_counts
+from depstat.analysis.result import Settings
 from depstat.cli import main
-from depstat.corpus import open_corpus
 from depstat.errors import DepstatError
-from depstat.groups import profile_groups, sample_counts
-from depstat.synth import arithmetic_problems, markov_text
+from depstat.io.corpus import open_corpus
+from depstat.io.synth import arithmetic_problems, markov_text
 
 
 def _write(path: Path, rows: list[dict]) -> Path:
@@ -94,7 +94,7 @@ def test_a_streamed_dataset_is_read_once_and_shared_out(tmp_path):
     """A streamed dataset (as hf: gives) is copied once with its group field; the groups profile that copy."""
     import datasets
 
-    from depstat.corpus import Corpus
+    from depstat.io.corpus import Corpus
 
     rows = {"text": [f"{'ab' if i < 30 else 'cd'} " * 60 + str(i) for i in range(60)],
             "cluster_id": [0] * 30 + [1] * 30}

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import digamma
 
-from depstat import counting, kernels
-from depstat.counting import PairCounter, jackknife_blocks
+from depstat.count import counting, kernels
+from depstat.count.counting import PairCounter, jackknife_blocks
 from depstat.errors import DepstatError
-from depstat.stream import TokenStream
+from depstat.tokenize.stream import TokenStream
 from tests import naive
 
 
@@ -125,7 +125,7 @@ def test_grassberger_table_and_asymptotic_series_match_scipy() -> None:
 def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
     import numba
 
-    from depstat import counting
+    from depstat.count import counting
 
     monkeypatch.setattr(counting, "PARALLEL_MIN_WORK", dict.fromkeys(counting.PARALLEL_MIN_WORK, 0))
     rng = np.random.default_rng(1)

@@ -9,8 +9,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from depstat.analysis.recommend import frequencies  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
-from depstat.model import (  # noqa: E402
+from depstat.validate.model import (  # noqa: E402
     GPT,
     ModelConfig,
     Rotary,
@@ -19,7 +20,6 @@ from depstat.model import (  # noqa: E402
     frequency_energy,
     scaled_frequencies,
 )
-from depstat.recommend import frequencies  # noqa: E402
 
 
 def tiny(**kw) -> ModelConfig:
@@ -270,7 +270,7 @@ def test_config_checks():
 
 def test_frequency_pull_slope_is_the_gradient_on_each_frequency():
     """dP_m/dtheta at theta_m must equal d loss / d theta_m, which LeRoPE's alpha gradient gives (alpha = 0)."""
-    from depstat.model import frequency_pull
+    from depstat.validate.model import frequency_pull
 
     torch.manual_seed(0)
     model = GPT(ModelConfig(vocab_size=11, n_layer=2, n_head=2, d_model=16, block_size=24, learnable_freqs=True))

@@ -65,9 +65,9 @@ def test_notebook_uses_public_api_only(path: Path) -> None:
 
 
 def test_private_name_check_catches_private_imports() -> None:
-    source = ("from depstat.report import _png\nimport depstat._x\nfrom depstat import profile\n"
+    source = ("from depstat.report.document import _png\nimport depstat._x\nfrom depstat import profile\n"
               "p._cache\ndepstat.__version__\n")
-    assert _private_names(source) == ["depstat.report._png", "depstat._x", "line 4: ._cache"]
+    assert _private_names(source) == ["depstat.report.document._png", "depstat._x", "line 4: ._cache"]
 
 
 @pytest.mark.slow

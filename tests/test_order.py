@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 import depstat
 from depstat.cli import main
-from depstat.corpus import open_corpus
-from depstat.profile import Profile, log_offsets, mi_profile
-from depstat.sampling import counting_layout, select
-from depstat.stream import TokenStream, file_backed, is_file_backed
-from depstat.synth import arithmetic_problems
+from depstat.estimate.profile import Profile, log_offsets, mi_profile
+from depstat.io.corpus import open_corpus
+from depstat.io.sampling import counting_layout, select
+from depstat.io.synth import arithmetic_problems
+from depstat.tokenize.stream import TokenStream, file_backed, is_file_backed
 
 
 def two_domains(shuffled: bool) -> TokenStream:
@@ -208,7 +208,7 @@ def test_intervals_cover_the_exact_mi_at_short_and_long_offsets() -> None:
     """Independent 1M-token samples of the reference chain: the 95% intervals hold the exact MI at
     85% or more of the (offset, sample) cells at r <= 16, where the bias bound matters, and beyond.
     (At 500k tokens the bound falls short at r = 1, 2: docs/estimators.md.)"""
-    from depstat.synth import reference_chain
+    from depstat.io.synth import reference_chain
 
     chain = reference_chain()
     offsets = log_offsets(2048, 22)
@@ -226,7 +226,7 @@ def test_default_profile_is_the_same_on_one_and_two_threads(monkeypatch: pytest.
     """Hash order, null draws and replicates: the same numbers whatever the thread count."""
     import numba
 
-    from depstat import counting
+    from depstat.count import counting
 
     monkeypatch.setattr(counting, "PARALLEL_MIN_WORK", dict.fromkeys(counting.PARALLEL_MIN_WORK, 0))
     rng = np.random.default_rng(4)
@@ -246,7 +246,7 @@ def test_default_profile_is_the_same_on_one_and_two_threads(monkeypatch: pytest.
 @pytest.mark.parametrize("draws", [1, 2, 3, 8, 64])
 def test_null_draws_are_not_mirror_images(draws: int) -> None:
     """Shifts s and n - s pair the same documents: no two draws may be such a pair."""
-    from depstat.profile import null_shift
+    from depstat.estimate.profile import null_shift
 
     n = 1_000_003
     shifts = [null_shift(n, d, draws) for d in range(draws)]

@@ -14,12 +14,12 @@ import pytest
 
 import depstat
 from depstat.cli import main
-from depstat.counting import PairCounter
-from depstat.corpus import Document
-from depstat.granularity import encode_stream, ids_stream, training_texts
-from depstat.profile import Profile, log_offsets, mi_profile
-from depstat.stream import TokenStream
-from depstat.synth import MarkovChain, stationary
+from depstat.count.counting import PairCounter
+from depstat.estimate.profile import Profile, log_offsets, mi_profile
+from depstat.io.corpus import Document
+from depstat.io.synth import MarkovChain, stationary
+from depstat.tokenize.granularity import encode_stream, ids_stream, training_texts
+from depstat.tokenize.stream import TokenStream
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "python-docs.jsonl.gz"
 COLUMNS = ["granularity", "offset", "mi_bits", "ci_low", "ci_high", "n_pairs", "n_docs", "estimator"]
@@ -303,7 +303,7 @@ def test_bad_parameters_are_rejected_at_the_edge(small_corpus: Path, kwargs: dic
 
 
 def test_a_users_tokenizer_json_becomes_a_granularity(small_corpus: Path, tmp_path: Path) -> None:
-    from depstat.granularity import train_bpe
+    from depstat.tokenize.granularity import train_bpe
 
     texts = [json.loads(line)["text"] for line in small_corpus.read_text().splitlines()]
     model_dir = tmp_path / "my-model"

@@ -9,9 +9,15 @@ from pathlib import Path
 import pytest
 
 import depstat
+from depstat.report.document import (
+    FIGURES,
+    Items,
+    Para,
+    Table,
+    _html_document,
+    build_report,
+)
 from tests.conftest import Analysed
-from depstat.report import FIGURES, Items, Para, Table, _html_document, build_report
-
 
 
 @pytest.fixture(scope="module")

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from depstat.errors import DepstatError
-from depstat.profile import mi_profile
-from depstat.stream import TokenStream
-from depstat.synth import (
+from depstat.estimate.profile import mi_profile
+from depstat.io.synth import (
     MODULUS,
     TEXT_ALPHABET,
     arithmetic_jsonl,
@@ -23,6 +22,7 @@ from depstat.synth import (
     text_chain,
     write_jsonl,
 )
+from depstat.tokenize.stream import TokenStream
 
 SMALL = {"vocab": 64, "states": 8}  # 4096 joint cells: estimates settle with ~300k pairs
 

@@ -1,4 +1,4 @@
-"""The count-table engine (depstat.tables) against the NumPy twins, in one process."""
+"""The count-table engine (depstat.count.tables) against the NumPy twins, in one process."""
 
 from __future__ import annotations
 
@@ -11,10 +11,18 @@ import numpy.testing as npt
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from depstat import kernels
-from depstat.counting import PARTNER_MODES, jackknife_blocks, partner_seed
-from depstat.distributed import shards
-from depstat.tables import CountTable, combine, merge, range_sums, shard_tables, split, swept_range_sums
+from depstat.count import kernels
+from depstat.count.counting import PARTNER_MODES, jackknife_blocks, partner_seed
+from depstat.count.distributed import shards
+from depstat.count.tables import (
+    CountTable,
+    combine,
+    merge,
+    range_sums,
+    shard_tables,
+    split,
+    swept_range_sums,
+)
 from tests import naive
 from tests.test_kernels import assert_sums_equal, streams
 
@@ -268,7 +276,7 @@ import subprocess
 import sys
 
 import numpy as np
-from depstat.tables import shard_tables
+from depstat.count.tables import shard_tables
 tok = np.random.default_rng(0).integers(0, 3000, 300_000).astype(np.uint16)
 ends = np.cumsum(np.full(300, 1000))
 spec = [(1, 0, 0), (2, 0, 0), (1, 1, 0), (1, 1, 0, 2)]  # real, rotation null, its dropped pairs

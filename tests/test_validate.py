@@ -18,12 +18,25 @@ torch = pytest.importorskip("torch")
 from depstat import validate  # noqa: E402
 from depstat.cli import main  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
-from depstat.model import GPT, ModelConfig  # noqa: E402
-from depstat.train import TrainConfig, evaluate, lr_at, pick_device, random_batch, train  # noqa: E402
 from depstat.validate.base_sweep import bases_to_try, decisions  # noqa: E402
-from depstat.validate.common import Options, RunStore, bpe_tokens, fit_frequency_law, text_bytes  # noqa: E402
+from depstat.validate.common import (  # noqa: E402
+    Options,
+    RunStore,
+    bpe_tokens,
+    fit_frequency_law,
+    text_bytes,
+)
 from depstat.validate.frequency_law import width_for_block  # noqa: E402
+from depstat.validate.model import GPT, ModelConfig  # noqa: E402
 from depstat.validate.pi import arithmetic_masks, scalings  # noqa: E402
+from depstat.validate.train import (  # noqa: E402
+    TrainConfig,
+    evaluate,
+    lr_at,
+    pick_device,
+    random_batch,
+    train,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +97,7 @@ def test_training_learns_and_is_reproducible():
 
 
 def test_fit_calls_back_after_every_step():
-    from depstat.train import fit
+    from depstat.validate.train import fit
 
     model = GPT(ModelConfig(vocab_size=7, n_layer=1, n_head=1, d_model=16, block_size=8))
     x = torch.zeros(2, 8, dtype=torch.long)
@@ -150,7 +163,7 @@ def test_task_width_is_proportional_to_the_block_length():
 
 
 def test_window_targets_are_the_majority_of_the_last_block():
-    from depstat.synth import window_task
+    from depstat.io.synth import window_task
 
     x, y = window_task(np.random.default_rng(0), 50, 40, 5)
     for i in range(50):

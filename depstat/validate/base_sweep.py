@@ -1,7 +1,7 @@
 """Experiment 2, base-sweep: is depstat's recommended RoPE base as good as the best, and is one too low worse?
 
 The task is one where the base matters: the frequency-law window task
-(``depstat.synth.window_task``) with a window of B = 16 in a context of L_train = 128, so the
+(``depstat.io.synth.window_task``) with a window of B = 16 in a context of L_train = 128, so the
 model must tell the last B positions from the other 7 B; a base whose slowest band turns
 faster than the window cannot. depstat profiles the task's token stream and analyses it for
 the model (head dimension 32, L_train); its ``rope_theta`` is trained at the same compute as
@@ -22,12 +22,23 @@ from pathlib import Path
 
 import numpy as np
 
-from depstat.model import ModelConfig
-from depstat.train import TrainConfig, set_threads
 from depstat.validate.common import (
-    WINDOW_MODEL, WINDOW_SIGNAL, WINDOW_VOCAB, Options, RunStore, mean_spread, savefig, t_interval, window_batches,
-    window_corpus, window_metrics, window_tensors, write_json,
+    WINDOW_MODEL,
+    WINDOW_SIGNAL,
+    WINDOW_VOCAB,
+    Options,
+    RunStore,
+    mean_spread,
+    savefig,
+    t_interval,
+    window_batches,
+    window_corpus,
+    window_metrics,
+    window_tensors,
+    write_json,
 )
+from depstat.validate.model import ModelConfig
+from depstat.validate.train import TrainConfig, set_threads
 
 SETTINGS = {
     "quick": {"steps": 150, "batch_size": 16, "val": 64, "seeds": 2},
@@ -62,8 +73,8 @@ def decisions(paired: dict[str, dict], best: str) -> dict[str, bool]:
 
 def recommend_for_task(out: Path) -> dict:
     """depstat's advice for the task's token stream (200 documents of 1024 tokens, as a jsonl of ids)."""
-    from depstat.analysis import Settings, analyze
-    from depstat.profile import profile
+    from depstat.analysis.result import Settings, analyze
+    from depstat.estimate.profile import profile
 
     path = window_corpus(out / "data" / "window.jsonl", TASK["block"], seed=1)
     a = analyze(profile(str(path), max_offset=TASK["length"]),
@@ -76,8 +87,8 @@ def recommend_for_task(out: Path) -> dict:
 
 def one_run(base: float, seed: int, s: dict, opts: Options) -> dict:
     """Train the window model with ``base``; validation loss and accuracy on fixed sequences."""
-    from depstat.model import GPT
-    from depstat.train import fit, pick_device, set_seed
+    from depstat.validate.model import GPT
+    from depstat.validate.train import fit, pick_device, set_seed
 
     t = TASK
     device = pick_device(opts.device)

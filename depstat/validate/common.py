@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import stats
 
-from depstat.corpus import open_corpus
 from depstat.errors import DepstatError
+from depstat.io.corpus import open_corpus
 
 if TYPE_CHECKING:
-    from depstat.model import GPT, ModelConfig
-    from depstat.train import TrainConfig, TrainResult
+    from depstat.validate.model import GPT, ModelConfig
+    from depstat.validate.train import TrainConfig, TrainResult
 
 EXAMPLE_CORPUS = Path(__file__).resolve().parents[1] / "data" / "python-docs.jsonl.gz"  # shipped in the package
 DOC_SEPARATOR = 0  # byte 0 never occurs in the text corpora, so it marks document ends
@@ -74,10 +74,10 @@ def text_bytes(texts: list[str]) -> np.ndarray:
 
 def bpe_tokens(train_docs: list[str], val_docs: list[str], vocab_size: int,
                save: Path) -> tuple[np.ndarray, np.ndarray, int]:
-    """Byte-level BPE ids of the documents, trained on ``train_docs`` (``depstat.granularity.train_bpe``) and
+    """Byte-level BPE ids of the documents, trained on ``train_docs`` (``depstat.tokenize.granularity.train_bpe``) and
     saved as ``save`` (a tokenizer.json), each document followed by a separator id; returns (train ids,
     validation ids, vocabulary incl. separator)."""
-    from depstat.granularity import train_bpe
+    from depstat.tokenize.granularity import train_bpe
 
     tok = train_bpe(train_docs, vocab_size)
     save.parent.mkdir(parents=True, exist_ok=True)
@@ -204,7 +204,7 @@ def fit_frequency_law(W: np.ndarray, theta: np.ndarray, confidence: float = 0.95
     }
 
 
-# The window task (depstat.synth.window_task) and the one-layer model that frequency-law, pi and base-sweep train.
+# The window task (depstat.io.synth.window_task) and the one-layer model that frequency-law, pi and base-sweep train.
 WINDOW_VOCAB, WINDOW_SIGNAL = 8, 0.5
 WINDOW_MODEL = {"n_layer": 1, "n_head": 1, "d_model": 32, "mlp": False}
 
@@ -213,14 +213,14 @@ def window_tensors(rng: np.random.Generator, n: int, length: int, block: int, de
     """``n`` window-task sequences (inputs, targets; -100 without a whole window) as tensors on ``device``."""
     import torch
 
-    from depstat.synth import window_task
+    from depstat.io.synth import window_task
 
     x, y = window_task(rng, n, length, block, WINDOW_VOCAB, WINDOW_SIGNAL)
     return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
 
 
 def window_batches(length: int, block: int, batch_size: int, device) -> Callable:
-    """A ``depstat.train.fit`` batch function: fresh window-task sequences at every step."""
+    """A ``depstat.validate.train.fit`` batch function: fresh window-task sequences at every step."""
     return lambda rng: window_tensors(rng, batch_size, length, block, device)
 
 
@@ -240,7 +240,7 @@ def window_metrics(model: GPT, x, y, scaling=None) -> dict:
 
 def window_corpus(path: Path, block: int, seed: int, n_docs: int = 200, length: int = 1024) -> Path:
     """The window task's token stream as a jsonl of ids (``n_docs`` documents of ``length``), for depstat to profile."""
-    from depstat.synth import window_stream
+    from depstat.io.synth import window_stream
 
     tokens = window_stream(np.random.default_rng(seed), n_docs, length, block, WINDOW_VOCAB, WINDOW_SIGNAL)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -262,8 +262,8 @@ def build_and_train(config: ModelConfig, train_cfg: TrainConfig, train_tokens: n
                     val_tokens: np.ndarray, opts: Options, desc: str,
                     prepare: Callable[[GPT], None] | None = None) -> tuple[GPT, TrainResult]:
     """A fresh model seeded with ``train_cfg.seed`` (then given to ``prepare``), trained on the chosen device."""
-    from depstat.model import GPT
-    from depstat.train import pick_device, set_seed, train
+    from depstat.validate.model import GPT
+    from depstat.validate.train import pick_device, set_seed, train
 
     device = pick_device(opts.device)
     set_seed(train_cfg.seed)
@@ -277,8 +277,8 @@ def validation_energy(model: GPT, val_tokens: np.ndarray, length: int = LENGTH) 
     """``frequency_energy`` of a trained model on evenly spaced validation windows."""
     import torch
 
-    from depstat.model import frequency_energy
-    from depstat.train import eval_starts
+    from depstat.validate.model import frequency_energy
+    from depstat.validate.train import eval_starts
 
     starts = eval_starts(val_tokens.size, length, ENERGY_WINDOWS)
     idx = torch.from_numpy(np.stack([val_tokens[i:i + length] for i in starts]).astype(np.int64))
@@ -290,8 +290,8 @@ def advice(corpus: Path, granularities: list[str], head_dim: int, train_length: 
            tokenizers: tuple[str, ...] = ()) -> dict:
     """depstat's own analysis of the first ``max_docs`` documents of ``corpus`` (the training split: profile ->
     analysis -> recommendation) read at ``granularity``."""
-    from depstat.analysis import Settings, analyze
-    from depstat.profile import profile
+    from depstat.analysis.result import Settings, analyze
+    from depstat.estimate.profile import profile
 
     prof = profile(str(corpus), granularities=granularities, tokenizers=tokenizers,
                    max_offset=max(target_length or 0, train_length), max_docs=max_docs, sample="first")

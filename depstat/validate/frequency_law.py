@@ -1,16 +1,16 @@
 """Experiment 1, frequency-law: does the learned frequency follow theta_eff = c / W (paper A)?
 
-The task (``depstat.synth.window_task``): a stream of noisy latent blocks of length B (8
+The task (``depstat.io.synth.window_task``): a stream of noisy latent blocks of length B (8
 symbols; a token is its block's symbol with probability 0.5, else uniform), and at every
 position the target is the most frequent token of the last B, counted only where a whole
 window exists. A model can only solve it by attending over a field of width B, so the
 dependency width is set by B; W is depstat's own kernel width of the task's token stream
-(``depstat.dependency``), measured, not assumed. One attention layer, one head of dimension
+(``depstat.analysis.dependency``), measured, not assumed. One attention layer, one head of dimension
 32, no MLP, base 10,000, context L = ratio x B.
 
 For each B and seed: the loss against the floors (ln V; the best loss from the current token
 alone; 0 with the whole window, the target being a function of it), so a reader sees whether
-the task was learned; the frequency energy (``depstat.model.frequency_energy``) and its
+the task was learned; the frequency energy (``depstat.validate.model.frequency_energy``) and its
 energy-weighted geometric-mean frequency theta_eff, also counting only energy in excess of its
 value at initialisation. Then log theta_eff is fitted against log W at the main ratio (paper A:
 slope -1, c = 3.02, theory pi), and c (slope fixed at -1) at every ratio L/B.
@@ -23,17 +23,26 @@ from functools import cache
 
 import numpy as np
 
-from depstat.dependency import curve, fitted, kernel_width
-from depstat.model import ModelConfig
-from depstat.profile import log_offsets, mi_profile
-from depstat.recommend import PAPER_C
-from depstat.stream import TokenStream
-from depstat.synth import window_stream, window_task
-from depstat.train import TrainConfig, set_threads
+from depstat.analysis.dependency import curve, fitted, kernel_width
+from depstat.analysis.recommend import PAPER_C
+from depstat.estimate.profile import log_offsets, mi_profile
+from depstat.io.synth import window_stream, window_task
+from depstat.tokenize.stream import TokenStream
 from depstat.validate.common import (
-    WINDOW_MODEL, WINDOW_SIGNAL, WINDOW_VOCAB, Options, RunStore, fit_frequency_law, savefig, window_batches,
-    window_metrics, window_tensors, write_json,
+    WINDOW_MODEL,
+    WINDOW_SIGNAL,
+    WINDOW_VOCAB,
+    Options,
+    RunStore,
+    fit_frequency_law,
+    savefig,
+    window_batches,
+    window_metrics,
+    window_tensors,
+    write_json,
 )
+from depstat.validate.model import ModelConfig
+from depstat.validate.train import TrainConfig, set_threads
 
 PAPER_A_C = 3.02
 VOCAB, SIGNAL, MODEL, BASE = WINDOW_VOCAB, WINDOW_SIGNAL, WINDOW_MODEL, 10_000.0
@@ -80,8 +89,8 @@ def floors(block: int, length: int) -> dict:
 
 def one_run(block: int, ratio: float, seed: int, s: dict, opts: Options) -> dict:
     """Train on the window task at L = ratio B; loss, accuracy, energy and theta_eff before and after."""
-    from depstat.model import GPT, frequency_energy
-    from depstat.train import fit, pick_device, set_seed
+    from depstat.validate.model import GPT, frequency_energy
+    from depstat.validate.train import fit, pick_device, set_seed
 
     length = max(2, round(ratio * block))
     device = pick_device(opts.device)

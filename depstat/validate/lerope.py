@@ -1,7 +1,7 @@
 """Experiment 4, lerope: learnable RoPE frequencies (paper B) on BPE tokens.
 
 The bundled Python docs, tokenized with a byte-level BPE of 1,024 merges trained on the
-training documents (``depstat.granularity.train_bpe``; the model's own tokenizer, which
+training documents (``depstat.tokenize.granularity.train_bpe``; the model's own tokenizer, which
 depstat also profiles). Three variants at equal compute, several seeds each:
 
 - ``rope``: RoPE, base 10,000;
@@ -13,13 +13,13 @@ Definitions, fixed before the run:
 
 - ``loss_delta_vs_rope``: LeRoPE - RoPE validation loss, paired by seed (negative: LeRoPE better);
 - ``dominant_wavelength_over_Ltrain``: the band with the largest frequency energy
-  (``depstat.model.frequency_energy``, on validation windows) of each trained LeRoPE model, its
+  (``depstat.validate.model.frequency_energy``, on validation windows) of each trained LeRoPE model, its
   wavelength 2 pi / theta over L_train, averaged over seeds (paper B: about 2.2);
 - ``frozen_gain_fraction``: (RoPE - frozen) / (RoPE - LeRoPE), on the mean losses;
 - ``yarn_at_4L``: LeRoPE + YaRN against RoPE + YaRN, zero-shot at 4 L_train.
 
 From the data before training (item 5 of paper B's analysis): ``from_data`` holds
-``depstat.model.frequency_pull`` of a fresh LeRoPE model on training windows: the first-order
+``depstat.validate.model.frequency_pull`` of a fresh LeRoPE model on training windows: the first-order
 loss decrease each band could reach by moving its frequency, the band with the largest one
 (``predicted_dominant_band``) against the band the trained models make dominant, and the
 frequency that band is drawn to against depstat's theta* = c / W from the profile alone.
@@ -31,12 +31,25 @@ import math
 
 import numpy as np
 
-from depstat.model import ModelConfig, Scaling
-from depstat.train import TrainConfig, evaluate, set_threads
 from depstat.validate.common import (
-    HEAD_DIM, LENGTH, MODEL, Options, RunStore, advice, bpe_tokens, build_and_train, mean_spread, read_texts,
-    savefig, split_docs, t_interval, validation_energy, write_json,
+    HEAD_DIM,
+    LENGTH,
+    MODEL,
+    Options,
+    RunStore,
+    advice,
+    bpe_tokens,
+    build_and_train,
+    mean_spread,
+    read_texts,
+    savefig,
+    split_docs,
+    t_interval,
+    validation_energy,
+    write_json,
 )
+from depstat.validate.model import ModelConfig, Scaling
+from depstat.validate.train import TrainConfig, evaluate, set_threads
 
 SETTINGS = {
     "quick": {"max_docs": 20, "steps": 40, "batch_size": 8, "seeds": 2, "eval_windows": 8},
@@ -117,8 +130,8 @@ def _from_data(data: dict, s: dict, opts: Options, trained_dominant: list[int], 
     """frequency_pull of a fresh LeRoPE model (seed 0) on 16 training windows, against the trained models."""
     import torch
 
-    from depstat.model import GPT, frequency_pull
-    from depstat.train import eval_starts, pick_device, set_seed
+    from depstat.validate.model import GPT, frequency_pull
+    from depstat.validate.train import eval_starts, pick_device, set_seed
 
     set_seed(0)
     device = pick_device(opts.device)

@@ -3,20 +3,20 @@
 Four kinds of data, each trained at L_train with RoPE base 10,000 and evaluated at 4 L_train
 with no scaling, PI and YaRN, zero-shot and after fine-tuning at 4 L_train with that scaling
 for each budget of a sweep (checkpoints of one constant-rate run); YaRN with the betas depstat
-advises for that data (``depstat.recommend.yarn_betas``) and, for comparison, with the YaRN
+advises for that data (``depstat.analysis.recommend.yarn_betas``) and, for comparison, with the YaRN
 paper's defaults (``yarn-default``: beta_fast 32, beta_slow 1, which keep no band whole when
 L_train < 64 pi):
 
 - ``window, dilated`` and ``window, fixed``: a controlled pair on the frequency-law task
-  (``depstat.synth.window_task``: the target is the majority of the last B tokens). One model
+  (``depstat.io.synth.window_task``: the target is the majority of the last B tokens). One model
   is trained with B = 16 at L = 64; at 4L the dependency is dilated to 4B (PI's premise: the
   test-time structure is the train-time one stretched) or stays at B (PI must fail: it
   squeezes the window the model learned into a quarter of the positions).
 - ``natural text`` (the bundled Python docs) and ``arithmetic``
-  (``depstat.synth.arithmetic_problems``), bytes, whose dependencies reach past L_train = 128.
+  (``depstat.io.synth.arithmetic_problems``), bytes, whose dependencies reach past L_train = 128.
 
 The predicted method comes from depstat before any model is evaluated
-(``depstat.analysis.compare_lengths``): the data seen in training and the data at the target
+(``depstat.analysis.result.compare_lengths``): the data seen in training and the data at the target
 length are profiled and analysed; PI when the kernel width dilates with the context, YaRN when
 it stays fixed, the self-similarity verdict's method when neither kernel has a length. For
 text and arithmetic the data at the target length are the same corpus.
@@ -37,13 +37,29 @@ from pathlib import Path
 
 import numpy as np
 
-from depstat.model import ModelConfig, Scaling
-from depstat.synth import arithmetic_jsonl, arithmetic_problems
-from depstat.train import TrainConfig, evaluate, set_threads
+from depstat.io.synth import arithmetic_jsonl, arithmetic_problems
 from depstat.validate.common import (
-    HEAD_DIM, MODEL, WINDOW_MODEL, WINDOW_SIGNAL, WINDOW_VOCAB, Options, RunStore, mean_spread, read_texts, savefig,
-    split_docs, t_interval, text_bytes, window_batches, window_corpus, window_metrics, window_tensors, write_json,
+    HEAD_DIM,
+    MODEL,
+    WINDOW_MODEL,
+    WINDOW_SIGNAL,
+    WINDOW_VOCAB,
+    Options,
+    RunStore,
+    mean_spread,
+    read_texts,
+    savefig,
+    split_docs,
+    t_interval,
+    text_bytes,
+    window_batches,
+    window_corpus,
+    window_metrics,
+    window_tensors,
+    write_json,
 )
+from depstat.validate.model import ModelConfig, Scaling
+from depstat.validate.train import TrainConfig, evaluate, set_threads
 
 SETTINGS = {
     "quick": {"text_docs": 20, "arithmetic_docs": 24, "steps": 40, "batch_size": 8, "eval_windows": 8,
@@ -97,9 +113,9 @@ def arithmetic_masks(texts: list[str]) -> dict[str, np.ndarray]:
 def predict(kind: str, corpus: Path, train_length: int, granularities: list[str] | None,
             max_docs: int | None, target_corpus: Path | None = None) -> dict:
     """depstat's method for going from L_train to 4 L_train: both corpora profiled and analysed, then compared."""
-    from depstat.analysis import Settings, analyze, compare_lengths
-    from depstat.profile import profile
-    from depstat.recommend import yarn_betas
+    from depstat.analysis.recommend import yarn_betas
+    from depstat.analysis.result import Settings, analyze, compare_lengths
+    from depstat.estimate.profile import profile
 
     target = FACTOR * train_length
     granularity = "ids" if granularities is None else "bytes"
@@ -126,7 +142,7 @@ def predict(kind: str, corpus: Path, train_length: int, granularities: list[str]
 def _checkpoints(model, scaling: Scaling, budgets: list[int], batch, batch_size: int, evaluate_now, seed: int,
                  device) -> dict:
     """Fine-tune a copy of ``model`` with ``scaling`` at constant rate; evaluate at every budget (0 = zero-shot)."""
-    from depstat.train import fit
+    from depstat.validate.train import fit
 
     out = {"0": evaluate_now(model)} if 0 in budgets else {}
     steps = max(budgets)
@@ -155,8 +171,8 @@ def scalings(yarn: dict[str, dict]) -> dict[str, dict[str, Scaling]]:
 
 def window_run(seed: int, s: dict, opts: Options, yarn: dict[str, dict]) -> dict:
     """Train one window model (B, L); evaluate at 4L on the dilated and the fixed task, per method and budget."""
-    from depstat.model import GPT
-    from depstat.train import fit, pick_device, set_seed
+    from depstat.validate.model import GPT
+    from depstat.validate.train import fit, pick_device, set_seed
 
     w = WINDOW
     device = pick_device(opts.device)
@@ -185,8 +201,8 @@ def window_run(seed: int, s: dict, opts: Options, yarn: dict[str, dict]) -> dict
 def text_run(kind: str, seed: int, s: dict, train_docs: list[str], val_docs: list[str], opts: Options,
              yarn: dict[str, dict]) -> dict:
     """Train at L on bytes; evaluate at L and at 4L per method and fine-tuning budget."""
-    from depstat.model import GPT
-    from depstat.train import pick_device, random_batch, set_seed, train
+    from depstat.validate.model import GPT
+    from depstat.validate.train import pick_device, random_batch, set_seed, train
 
     device = pick_device(opts.device)
     set_seed(seed)

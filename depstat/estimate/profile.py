@@ -21,23 +21,13 @@ import numpy as np
 import polars as pl
 
 from depstat import __version__
-from depstat import estimators as est
-from depstat.cache import TokenCache
-from depstat.corpus import Corpus, Document, ReadStats, open_corpus
-from depstat.counting import PairCounter
-from depstat.distributed import DaskCounter, Engine, engine
+from depstat.count.counting import PairCounter
+from depstat.count.distributed import DaskCounter, Engine, engine
+from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
-from depstat.granularity import (
-    DEFAULT_LADDER,
-    DEFAULT_TRAIN_BYTES,
-    DEFAULT_TRAIN_DOCS,
-    check_names,
-    ids_stream,
-    text_streams,
-)
-from depstat.kernels import NOTE_BLOCKS
-from depstat.progress import bar
-from depstat.sampling import (
+from depstat.estimate import estimators as est
+from depstat.io.corpus import Corpus, Document, ReadStats, open_corpus
+from depstat.io.sampling import (
     DEFAULT_SAMPLE,
     SAMPLE_RULES,
     STREAM_BUFFER,
@@ -49,7 +39,17 @@ from depstat.sampling import (
     select,
     stream_keys,
 )
-from depstat.stream import TokenStream
+from depstat.progress import bar
+from depstat.tokenize.cache import TokenCache
+from depstat.tokenize.granularity import (
+    DEFAULT_LADDER,
+    DEFAULT_TRAIN_BYTES,
+    DEFAULT_TRAIN_DOCS,
+    check_names,
+    ids_stream,
+    text_streams,
+)
+from depstat.tokenize.stream import TokenStream
 
 T = TypeVar("T")
 
@@ -175,7 +175,7 @@ class Profile:
         """Write profile.parquet, replicates.parquet (the whole-profile replicates, when the profile
         has them) and summary.json into ``out_dir`` (created if needed); an ``analysis``
         (``depstat.analyze``) adds its sections to summary.json, ``groups``
-        (``depstat.groups.profile_groups``) its ``groups`` section, groups.parquet and groups/VALUE/."""
+        (``depstat.analysis.groups.profile_groups``) its ``groups`` section, groups.parquet and groups/VALUE/."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         if groups is not None:
@@ -432,11 +432,11 @@ def profile(
     (``order``, ``null_draws`` and ``population``: see ``mi_profile``). BPE and word
     vocabularies are trained on the sample's first documents, at most ``train_docs`` of
     them and until ``train_bytes`` of text (None: no such limit). With
-    ``cache_dir`` (e.g. ``depstat.cache.default_cache_dir()``), trained vocabularies and
-    tokenized shards are kept there and reused (``depstat.cache``); ``Profile.run`` says
+    ``cache_dir`` (e.g. ``depstat.tokenize.cache.default_cache_dir()``), trained vocabularies and
+    tokenized shards are kept there and reused (``depstat.tokenize.cache``); ``Profile.run`` says
     how many, and the seconds spent tokenizing, counting and estimating. With ``workers``
     (an embedded Dask LocalCluster) or ``scheduler`` (an existing cluster's address) the
-    pairs are counted on Dask workers (``depstat.distributed``), with the same results, in
+    pairs are counted on Dask workers (``depstat.count.distributed``), with the same results, in
     shard tasks of ``shard_tokens`` positions (default ``distributed.graph_plan``'s).
     ``pair_memory`` (bytes) caps the local counter's pair buffers (``PairCounter``). Token ids
     opened with ``ids_tokenizer`` (a corpus option: the ``tokenizer.json`` that made them) are

@@ -7,18 +7,25 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from depstat.dependency import Width, curve, fitted, kernel_width
-from depstat.errors import DepstatError
-from depstat.granularity import bpe_vocab_size
-from depstat.profile import Profile
-from depstat.recommend import (
+from depstat.analysis.dependency import Width, curve, fitted, kernel_width
+from depstat.analysis.recommend import (
     DEFAULT_MARGIN,
     PAPER_C,
     Recommendation,
     check_settings,
     recommend,
 )
-from depstat.selfsim import MARGIN, DilationTest, SelfSimilarity, dilation_test, distinct, self_similarity
+from depstat.analysis.selfsim import (
+    MARGIN,
+    DilationTest,
+    SelfSimilarity,
+    dilation_test,
+    distinct,
+    self_similarity,
+)
+from depstat.errors import DepstatError
+from depstat.estimate.profile import Profile
+from depstat.tokenize.granularity import bpe_vocab_size
 
 DEFAULT_TRAIN_LENGTH = 2048
 DEFAULT_FACTOR = 4  # the extension the verdict is judged for when no target length is given

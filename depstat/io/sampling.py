@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from depstat.corpus import Corpus, Document, ReadStats
 from depstat.errors import DepstatError
-from depstat.stream import TokenStream
+from depstat.io.corpus import Corpus, Document, ReadStats
+from depstat.tokenize.stream import TokenStream
 
 SAMPLE_RULES = ("random", "first")
 DEFAULT_SAMPLE = "random"

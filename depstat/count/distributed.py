@@ -56,17 +56,24 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from depstat.cache import Shard, TokenCache, split_shards, tokenizer_key
-from depstat import kernels
-from depstat.counting import PairCounter, jackknife_blocks, slot_arrays
-from depstat.errors import DepstatError
-from depstat.estimators import TableSums
-from depstat.granularity import encode_shard, encode_stream, vocab_size_of
-from depstat.progress import bar
-from depstat.stream import TokenStream, token_dtype
-from depstat.tables import (
-    CountTable, PartialSums, combine, merge, range_sums, shard_tables, split, swept_range_sums,
+from depstat.count import kernels
+from depstat.count.counting import PairCounter, jackknife_blocks, slot_arrays
+from depstat.count.tables import (
+    CountTable,
+    PartialSums,
+    combine,
+    merge,
+    range_sums,
+    shard_tables,
+    split,
+    swept_range_sums,
 )
+from depstat.errors import DepstatError
+from depstat.estimate.estimators import TableSums
+from depstat.progress import bar
+from depstat.tokenize.cache import Shard, TokenCache, split_shards, tokenizer_key
+from depstat.tokenize.granularity import encode_shard, encode_stream, vocab_size_of
+from depstat.tokenize.stream import TokenStream, token_dtype
 
 SHARD_TOKENS = 1 << 22  # positions per shard task, at least
 MAX_SHARD_TOKENS = 1 << 26  # at most

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from depstat.dependency import Width
+from depstat.analysis.dependency import Width
 from depstat.errors import DepstatError
 
 PAPER_C = math.pi

@@ -20,11 +20,24 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from depstat.cache import Shard, TokenCache, digest_texts, split_shards, tokenizer_key, training_key
-from depstat.corpus import Document
 from depstat.errors import DepstatError
+from depstat.io.corpus import Document
 from depstat.progress import bar
-from depstat.stream import Spool, TokenStream, as_token_array, file_backed, token_dtype
+from depstat.tokenize.cache import (
+    Shard,
+    TokenCache,
+    digest_texts,
+    split_shards,
+    tokenizer_key,
+    training_key,
+)
+from depstat.tokenize.stream import (
+    Spool,
+    TokenStream,
+    as_token_array,
+    file_backed,
+    token_dtype,
+)
 
 DEFAULT_LADDER = ("bytes", "bpe-1k", "bpe-8k", "bpe-32k", "words")
 _BPE = re.compile(r"^bpe-(\d+)(k?)$")
@@ -260,7 +273,7 @@ def text_streams(
     when both are None), the same documents for every vocabulary size. With a ``cache``,
     trained vocabularies and encoded shards are reused across runs. ``encode``
     (``encode_stream``'s signature) turns documents into a stream: here, or on Dask
-    workers (``depstat.distributed.WorkerEncoder``).
+    workers (``depstat.count.distributed.WorkerEncoder``).
     """
     def texts() -> Iterator[str]:
         return (doc.text for doc in documents())

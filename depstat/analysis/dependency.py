@@ -35,7 +35,7 @@ import numpy as np
 import polars as pl
 from scipy import optimize, special, stats
 
-from depstat import estimators as est
+from depstat.estimate import estimators as est
 
 LOCAL_TOKENS = 8.0
 MIN_DOCS = 20  # documents an offset needs to be used (or half the corpus's, for small corpora)

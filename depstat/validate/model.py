@@ -4,7 +4,7 @@ One module, read top to bottom: config, RoPE (frequencies, LeRoPE, scaling), att
 MLP, block, model, then the frequency-energy measurement of paper A. Conventions:
 
 - Bands: theta_m = base^(-2m/d), m = 0 .. d/2-1, fastest first, d the head dimension
-  (the same grid as ``depstat.recommend.frequencies``).
+  (the same grid as ``depstat.analysis.recommend.frequencies``).
 - Pair layout: half-split (GPT-NeoX, Hugging Face ``rotate_half``): band m rotates the
   pair (x_m, x_{m+d/2}) of each head by position * theta_m, counter-clockwise.
 - p-RoPE: the fastest round(p d/2) bands rotate; the slowest ones get theta = 0 (identity).
@@ -26,8 +26,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
+from depstat.analysis.recommend import YARN_BETA_FAST, YARN_BETA_SLOW, frequencies
 from depstat.errors import DepstatError
-from depstat.recommend import YARN_BETA_FAST, YARN_BETA_SLOW, frequencies
 
 SCALING_METHODS = ("none", "pi", "ntk", "yarn")
 

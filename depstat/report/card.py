@@ -1,4 +1,4 @@
-"""depstat.card: a Markdown data card of a Profile and its Analysis, with the MI-profile figure.
+"""depstat.report.card: a Markdown data card of a Profile and its Analysis, with the MI-profile figure.
 
 ``write_card(profile, analysis, out_path, command)`` writes ``out_path`` (Markdown) and
 ``<stem>.png`` beside it. The card says what the corpus is (source, size, documents, and
@@ -13,21 +13,19 @@ regenerated card can be compared with a committed one number by number. Floats t
 are rounded to 6 significant digits; values that are not finite or not available are
 ``null``.
 
-Command line (the ``depstat card`` command runs the same code)::
+Command line::
 
-    python -m depstat.card CORPUS_OR_PROFILE_DIR --out CARD.md [--title T] [--description D]
+    depstat card CORPUS_OR_PROFILE_DIR --out CARD.md [--title T] [--description D]
         [every corpus, granularity, estimation and advice option of depstat profile]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import platform
 import re
 import shlex
-import sys
 from collections.abc import Sequence
 from numbers import Integral
 from pathlib import Path
@@ -36,9 +34,9 @@ import numpy as np
 import polars as pl
 
 from depstat import __version__
-from depstat.analysis import Analysis, analyze
+from depstat.analysis.result import Analysis
 from depstat.errors import DepstatError
-from depstat.profile import MIN_PAIRS, Profile
+from depstat.estimate.profile import MIN_PAIRS, Profile
 
 SCHEMA = "depstat-card/1"
 FENCE = "json depstat-card"
@@ -161,7 +159,7 @@ def write_card(
 
 def _save_figure(profile: Profile, analysis: Analysis, path: Path) -> None:
     """The report's MI-profile figure (one panel per granularity) as a PNG without metadata."""
-    from depstat.report import DPI, FIGURES
+    from depstat.report.document import DPI, FIGURES
 
     FIGURES["mi_profile"](profile, analysis).savefig(path, format="png", dpi=DPI, metadata={"Software": None})
 
@@ -314,7 +312,7 @@ def _provenance(n: dict, command: str) -> str:
 def _numbers_block(numbers: dict) -> str:
     """The machine-readable block that ``card_numbers`` parses."""
     return (
-        f"Machine-readable (`depstat.card.card_numbers`; floats to {DIGITS} significant digits, "
+        f"Machine-readable (`depstat.report.card.card_numbers`; floats to {DIGITS} significant digits, "
         "null where not finite or not available):\n\n"
         f"```{FENCE}\n{_compact_json(numbers)}\n```"
     )
@@ -366,58 +364,6 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(header), "|" + "---|" * len(header), *(line(r) for r in rows)])
 
 
-# ---------------------------------------------------------------- command line
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The card's own arguments (source, --out, --title, --description) on ``parser``."""
-    parser.add_argument("source", help="a directory written by depstat profile --out, or a corpus to profile")
-    o = parser.add_argument_group("card")
-    o.add_argument("--out", required=True, help="the card's Markdown file; the figure goes beside it as <stem>.png")
-    o.add_argument("--title", default=None, help="the card's title (default: 'Data card: SOURCE')")
-    o.add_argument("--description", default=None,
-                   help="what the corpus is (origin, licence, language or domain), Markdown, put under the title")
-    return parser
-
-
-def build_parser(prog: str = "python -m depstat.card") -> argparse.ArgumentParser:
-    """A parser with the card's arguments and every corpus and advice option of depstat profile."""
-    from depstat import cli
-
-    parser = argparse.ArgumentParser(
-        prog=prog, parents=[cli.corpus_options(), cli.analysis_options()],
-        description="Write a Markdown data card (with the MI-profile figure beside it) for a corpus or a saved profile.",
-    )
-    return add_arguments(parser)
-
-
-def run(args: argparse.Namespace, command: str) -> Path:
-    """Profile (or load) ``args.source``, analyse it with the advice options, write the card."""
-    from depstat import cli
-
-    settings = cli.settings_from(args)
-    cli.check_settings(settings)
-    result = cli.load_or_profile(args)
-    return write_card(result, analyze(result, settings), args.out, command, args.title, args.description)
-
-
 def command_line(prog: str, argv: Sequence[str]) -> str:
     """The command as one shell line: ``prog`` and the arguments, quoted where needed."""
     return f"{prog} {shlex.join(argv)}".strip()
-
-
-def main(argv: Sequence[str] | None = None, prog: str = "python -m depstat.card") -> int:
-    """Entry point: write the card, print where; errors as one line, exit status 2."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(prog).parse_args(argv)
-    try:
-        path = run(args, command_line(prog, argv))
-    except DepstatError as err:
-        print(f"depstat: error: {err}", file=sys.stderr)
-        return 2
-    print(f"wrote {path} and {path.with_suffix('.png')}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

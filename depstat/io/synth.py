@@ -31,7 +31,7 @@ import numba as nb
 import numpy as np
 
 from depstat.errors import DepstatError
-from depstat.stream import TokenStream
+from depstat.tokenize.stream import TokenStream
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ groups at every granularity, so the covariance across cells and granularities is
 equivalence test against ``MARGIN`` (two one-sided tests at level 1 - confidence):
 
 - ``not self-similar`` when the model granularity's kernel has a length of its own
-  (``depstat.dependency``: an exponential decay well inside the profiled range), which a
+  (``depstat.analysis.dependency``: an exponential decay well inside the profiled range), which a
   dilation moves, or when D's lower bound lies above the margin;
 - ``self-similar`` when D's upper bound lies below the margin and there is no such length;
 - ``inconclusive`` otherwise, with the reason.
@@ -38,7 +38,7 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from depstat.dependency import Curve, Width, replicate_interval
+from depstat.analysis.dependency import Curve, Width, replicate_interval
 from depstat.errors import DepstatError
 
 MARGIN = 0.25  # slope units: how far granularities may disagree at one scale and still count as one shape

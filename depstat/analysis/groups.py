@@ -19,11 +19,11 @@ from pathlib import Path
 
 import polars as pl
 
-from depstat.analysis import Analysis, Settings, analyze
-from depstat.corpus import Corpus
+from depstat.analysis.result import Analysis, Settings, analyze
 from depstat.errors import DepstatError
-from depstat.profile import Profile, atomic_write, local_copy, profile
-from depstat.sampling import DEFAULT_SAMPLE, select
+from depstat.estimate.profile import Profile, atomic_write, local_copy, profile
+from depstat.io.corpus import Corpus
+from depstat.io.sampling import DEFAULT_SAMPLE, select
 
 MAX_GROUPS = 64
 
@@ -162,7 +162,7 @@ def _one_cluster(options: dict) -> Iterator[dict]:
     if options.get("workers") is None:
         yield options
         return
-    from depstat.distributed import dask_client
+    from depstat.count.distributed import dask_client
 
     with dask_client(options["workers"]) as client:
         yield {**options, "workers": None, "scheduler": client.scheduler.address}

@@ -154,7 +154,7 @@ class Corpus:
 
     def _decode_with(self, path: str) -> None:
         """Yield the ids decoded to text by the tokenizer that made them (a ``tokenizer.json``)."""
-        from depstat.granularity import load_tokenizer
+        from depstat.tokenize.granularity import load_tokenizer
 
         if self.kind != "ids":
             raise DepstatError("--ids-tokenizer was given but the input is text", path=self.spec,

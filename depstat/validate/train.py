@@ -20,8 +20,8 @@ import numpy as np
 import torch
 
 from depstat.errors import DepstatError
-from depstat.model import GPT, Scaling
 from depstat.progress import bar
+from depstat.validate.model import GPT, Scaling
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from depstat import kernels
+from depstat.count import kernels
 from depstat.errors import DepstatError
-from depstat.estimators import TableSums
-from depstat.stream import TokenStream, file_backed
+from depstat.estimate.estimators import TableSums
+from depstat.tokenize.stream import TokenStream, file_backed
 
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
 # Below this much work a kernel runs faster on one thread: waking the second thread for

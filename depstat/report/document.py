@@ -1,4 +1,4 @@
-"""depstat.report: an HTML and a Markdown report of a Profile and its Analysis, with figures.
+"""depstat.report.document: an HTML and a Markdown report of a Profile and its Analysis, with figures.
 
 ``build_report(profile, analysis, out_dir)`` writes ``report.html`` (self-contained: figures inline
 as base64 PNG, inline CSS, no external resources) and ``report.md`` (figures as PNG files
@@ -28,9 +28,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from depstat import __version__
-from depstat.analysis import Analysis
-from depstat.profile import Profile
-from depstat.recommend import frequencies
+from depstat.analysis.recommend import frequencies
+from depstat.analysis.result import Analysis
+from depstat.estimate.profile import Profile
 
 DPI = 150
 FIGURE_DIR = "figures"

@@ -1,6 +1,6 @@
 """Mutual-information estimators built from count-table sums, with jackknife intervals.
 
-Every estimator here is a function of the sums that ``depstat.kernels`` returns for the
+Every estimator here is a function of the sums that ``depstat.count.kernels`` returns for the
 real pairs and, for the null-corrected ones, for pairs whose partner comes from a null
 process. Because the kernels also return how each sum changes when one block of the
 corpus is deleted, every estimator gets delete-a-group jackknife replicates for free (weighted by

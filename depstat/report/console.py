@@ -1,0 +1,111 @@
+"""The console report: a profile's facts and table, the kernels, the verdict and the advice, as text."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from depstat.analysis.groups import Groups
+from depstat.analysis.recommend import Recommendation
+from depstat.analysis.result import Analysis
+from depstat.estimate.profile import FEW_DOCS_SHARE, Profile
+
+
+def render_groups(groups: Groups) -> str:
+    """The table across groups."""
+    table = groups.table.with_columns(pl.col(pl.Float64).round(3))
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
+                   fmt_str_lengths=60, tbl_width_chars=250):
+        return f"groups by {groups.field!r} (each on its share of the sample):\n{table}"
+
+
+def render(result: Profile) -> str:
+    """The console report: per-granularity facts, then the profile table."""
+    summary = result.summary()
+    c = summary["corpus"]
+    field = f"; token ids from field {c['ids_field']!r}" if c.get("ids_field") else ""
+    lines = [f"corpus: {c.get('spec')}  ({summary['sampling']['rule']}{field})"]
+    if c.get("skipped_bad_records"):
+        lines.append(f"skipped bad records: {c['skipped_bad_records']} {c['skipped_reasons']}")
+    lines.append(f"estimator: {result.estimator}; {int(result.confidence * 100)}% jackknife intervals")
+    lines.append("")
+    facts = pl.DataFrame([
+        {
+            "granularity": k, "vocab": g["vocab_size"], "tokens": g["n_tokens"], "docs": g["n_docs"],
+            "bytes/token": round(g["bytes_per_token"], 3) if g.get("bytes_per_token") else None,
+            "zero from r=": g["first_offset_indistinguishable_from_zero"],
+        }
+        for k, g in summary["granularities"].items()
+    ])
+    wide = (
+        result.table.with_columns(
+            pl.format("{} [{}, {}]", *(pl.col(c).round(4) for c in ("mi_bits", "ci_low", "ci_high")))
+            .alias("cell")
+        )
+        .pivot(on="granularity", index="offset", values="cell")
+        .sort("offset")
+    )
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40, tbl_width_chars=250):
+        lines.append(str(facts))
+        lines.append("")
+        lines.append("I(r) in bits, point [interval low, high]:")
+        lines.append(str(wide))
+    for name, offsets in result.skipped_offsets.items():
+        if offsets:
+            lines.append(f"{name}: offsets {offsets} skipped (fewer than 64 pairs)")
+    for name, g in summary["granularities"].items():
+        if g["few_documents_from_offset"] is not None:
+            lines.append(
+                f"{name}: offsets from {g['few_documents_from_offset']} rest on fewer than {FEW_DOCS_SHARE:.0%} of the "
+                f"{g['n_docs']} documents ({g['documents_at_largest_offset']} at the largest): a change of population "
+                "as well as of distance; --population fixed keeps only documents longer than the largest offset"
+            )
+    return "\n".join(lines)
+
+
+def _num(x: float | None, fmt: str = ".1f") -> str:
+    """A number for a table cell; blank for None and NaN."""
+    return "" if x is None or x != x else format(x, fmt)
+
+
+def render_widths(analysis: Analysis) -> str:
+    """One line per granularity: the kind of its kernel, W with interval, alpha, the floor."""
+    rows = [{
+        "granularity": w.granularity, "kind": w.kind,
+        "W (tokens)": f"{_num(w.W)} [{_num(w.ci_low)}, {_num(w.ci_high)}]" if w.W is not None else "",
+        "W (bytes)": _num(w.W_bytes, ".0f"),
+        "alpha": f"{_num(w.alpha, '.2f')} [{_num(w.alpha_ci[0], '.2f')}, {_num(w.alpha_ci[1], '.2f')}]" if w.alpha_ci else "",
+        "floor (bits)": _num(w.floor, ".4f"), "r_max": f"{w.r_max:.0f}",
+    } for w in analysis.widths.values()]
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40, tbl_width_chars=200):
+        table = str(pl.DataFrame(rows))
+    return "dependency kernels (decay above a floor; W = q90 of the fitted kernel):\n" + table
+
+
+def render_selfsim(analysis: Analysis) -> str:
+    """Widths, then the verdict and its reasons."""
+    ss = analysis.self_similarity
+    lines = [render_widths(analysis), f"self-similarity: {ss.verdict}"]
+    lines += [f"  - {r}" for r in ss.reasons]
+    return "\n".join(lines)
+
+
+def render_recommendation(rec: Recommendation) -> str:
+    """The recommendation in words, the other rules side by side, and the config to paste."""
+    lines = [f"recommended rope_theta: {rec.rope_theta:.4g} (head_dim {rec.head_dim}, L_train {rec.train_length}, "
+             f"read at {rec.granularity}; set by {'the data' if rec.bound == 'data' else rec.bound})"]
+    lines += [f"  - {r}" for r in rec.reasons]
+    lines.append(f"  {'rule':<34} {'base':>10} {'theta* band':>12} {'bands slower':>13}")
+    for g in (rec.recommended, *rec.alternatives):
+        lines.append(f"  {g.rule:<34} {g.base:>10.4g} {g.theta_star_band:>12} {g.bands_slower:>13}")
+    lines.append("transformers >= 5 config:")
+    lines.append(json.dumps(rec.rope_parameters, indent=2))
+    lines.append("transformers 4.x config:")
+    lines.append(json.dumps(rec.legacy_config, indent=2))
+    return "\n".join(lines)
+
+
+def render_analysis(analysis: Analysis) -> str:
+    """Self-similarity and recommendation sections of the console report."""
+    return render_selfsim(analysis) + "\n\n" + render_recommendation(analysis.recommendation)
