@@ -21,7 +21,8 @@ import polars as pl
 
 from depstat.analysis.result import Analysis, Settings, analyze
 from depstat.errors import DepstatError
-from depstat.estimate.profile import Profile, atomic_write, local_copy, profile
+from depstat.estimate.profile import Profile, local_copy, profile
+from depstat.files import atomic_write
 from depstat.io.corpus import Corpus
 from depstat.io.sampling import DEFAULT_SAMPLE, select
 

@@ -70,6 +70,7 @@ from depstat.count.tables import (
 )
 from depstat.errors import DepstatError
 from depstat.estimate.estimators import TableSums
+from depstat.files import atomic_write
 from depstat.progress import bar
 from depstat.tokenize.cache import Shard, TokenCache, split_shards, tokenizer_key
 from depstat.tokenize.granularity import encode_shard, encode_stream, vocab_size_of
@@ -293,10 +294,7 @@ def _encode_task(
     ids, lens = encode_shard(name, shard, tokenizer, cache, tok_key)
     path = Path(part)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        np.save(f, ids)
-    os.replace(tmp, path)  # a rerun after a killed worker finds a whole file or none
+    atomic_write(path, lambda tmp: np.save(tmp, ids))  # a rerun after a killed worker finds a whole file or none
     return int(ids.size), lens, {k: v for k, v in (cache.counts.items() if cache else ()) if v}
 
 
@@ -654,10 +652,5 @@ def _write_tokens(stream: TokenStream, directory: Path) -> Path:
     digest = hashlib.sha1(tokens.tobytes()).hexdigest()[:20]
     path = directory / f"depstat-tokens-{digest}.npy"
     if not path.exists():
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "wb") as f:
-            np.save(f, tokens)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, lambda tmp: np.save(tmp, tokens))
     return path

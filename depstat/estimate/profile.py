@@ -26,6 +26,7 @@ from depstat.count.distributed import DaskCounter, Engine, engine
 from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
 from depstat.estimate import estimators as est
+from depstat.files import atomic_write
 from depstat.io.corpus import Corpus, Document, ReadStats, open_corpus
 from depstat.io.sampling import (
     DEFAULT_SAMPLE,
@@ -661,10 +662,3 @@ class _Stopwatch:
             if item is None:
                 return
             yield item
-
-
-def atomic_write(path: Path, write) -> None:
-    """Write to a temporary sibling and rename, so an interrupted run leaves no half file."""
-    tmp = path.with_name(path.name + ".tmp")
-    write(str(tmp))
-    tmp.replace(path)

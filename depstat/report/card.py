@@ -37,6 +37,7 @@ from depstat import __version__
 from depstat.analysis.result import Analysis
 from depstat.errors import DepstatError
 from depstat.estimate.profile import MIN_PAIRS, Profile
+from depstat.files import atomic_write
 
 SCHEMA = "depstat-card/1"
 FENCE = "json depstat-card"
@@ -153,15 +154,15 @@ def write_card(
     numbers = card_data(profile, analysis)
     _save_figure(profile, analysis, figure)
     text = render_card(profile, analysis, numbers, command, title, description, figure.name)
-    out.write_text(text, encoding="utf-8")
-    return out
+    return atomic_write(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
 def _save_figure(profile: Profile, analysis: Analysis, path: Path) -> None:
     """The report's MI-profile figure (one panel per granularity) as a PNG without metadata."""
     from depstat.report.document import DPI, FIGURES
 
-    FIGURES["mi_profile"](profile, analysis).savefig(path, format="png", dpi=DPI, metadata={"Software": None})
+    fig = FIGURES["mi_profile"](profile, analysis)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None}))
 
 
 def render_card(

@@ -31,6 +31,7 @@ from depstat import __version__
 from depstat.analysis.recommend import frequencies
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import Profile
+from depstat.files import atomic_write
 
 DPI = 150
 FIGURE_DIR = "figures"
@@ -102,14 +103,12 @@ def build_report(profile: Profile, analysis: Analysis, out_dir: str | Path) -> d
     images = {name: _png(draw(profile, analysis)) for name, draw in FIGURES.items()}
     paths: dict[str, Path] = {}
     for name, data in images.items():
-        paths[name] = out / FIGURE_DIR / f"{name}.png"
-        paths[name].write_bytes(data)
+        paths[name] = atomic_write(out / FIGURE_DIR / f"{name}.png", lambda tmp: Path(tmp).write_bytes(data))
     title = f"depstat report: {profile.corpus.get('spec', 'corpus')}"
     sections = _sections(profile, analysis)
-    paths["html"] = out / "report.html"
-    paths["html"].write_text(_html_document(title, sections, images), encoding="utf-8")
-    paths["markdown"] = out / "report.md"
-    paths["markdown"].write_text(_markdown_document(title, sections), encoding="utf-8")
+    html, markdown = _html_document(title, sections, images), _markdown_document(title, sections)
+    paths["html"] = atomic_write(out / "report.html", lambda tmp: Path(tmp).write_text(html, encoding="utf-8"))
+    paths["markdown"] = atomic_write(out / "report.md", lambda tmp: Path(tmp).write_text(markdown, encoding="utf-8"))
     return paths
 
 

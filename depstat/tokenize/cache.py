@@ -31,7 +31,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ import tokenizers
 from tokenizers import Tokenizer
 
 from depstat.errors import DepstatError
+from depstat.files import atomic_write
 
 CACHE_VERSION = 1
 SHARD_BYTES = 1 << 20
@@ -194,16 +194,7 @@ class TokenCache:
     def _write(self, path: Path, data: bytes) -> None:
         """Write to a temporary sibling, fsync, rename: readers see the old file or the whole new one."""
         try:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write(path, lambda tmp: Path(tmp).write_bytes(data))
         except OSError as err:
             raise DepstatError(
                 f"cannot write to the cache: {err.strerror or err}", path=str(path),

@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats
 
 from depstat.errors import DepstatError
+from depstat.files import atomic_write
 from depstat.io.corpus import open_corpus
 
 if TYPE_CHECKING:
@@ -141,11 +142,8 @@ class RunStore:
 
 def write_json(path: Path, data: dict) -> Path:
     """Write JSON to a temporary sibling and rename it, so an interrupted write leaves no half file."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=_plain) + "\n")
-    tmp.replace(path)
-    return path
+    text = json.dumps(data, indent=2, default=_plain) + "\n"
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def _plain(value: object) -> object:
@@ -244,14 +242,14 @@ def window_corpus(path: Path, block: int, seed: int, n_docs: int = 200, length: 
 
     tokens = window_stream(np.random.default_rng(seed), n_docs, length, block, WINDOW_VOCAB, WINDOW_SIGNAL)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps({"input_ids": row.tolist()}) + "\n" for row in tokens))
-    return path
+    text = "".join(json.dumps({"input_ids": row.tolist()}) + "\n" for row in tokens)
+    return atomic_write(path, lambda tmp: Path(tmp).write_text(text))
 
 
 def savefig(fig, path: Path) -> Path:
     """Save a matplotlib figure as PNG and close it."""
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     import matplotlib.pyplot as plt
 
     plt.close(fig)
