@@ -67,7 +67,7 @@ def estimate_all(stream: TokenStream, offsets: np.ndarray) -> tuple[PerEstimator
     for i, r in enumerate(offsets):
         sums = {p: counter.sums(int(r), p, jackknife=True) for p in PARTNERS}
         for name in est.ESTIMATORS:
-            nulls = {p: sums[p] for p in est.nulls_needed(name)}
+            nulls = {p: sums[p] for p in est.get(name).partners}
             point = est.estimate(name, sums["real"], nulls)
             reps = est.replicates(name, sums["real"], nulls)
             mi[name][i] = point

@@ -72,7 +72,7 @@ from depstat.count.distributed import (
     graph_tasks,
 )
 from depstat.count.tables import shard_tables
-from depstat.estimate.estimators import needs_first_marginal
+from depstat.estimate.estimators import get as estimator
 from depstat.tokenize.stream import TokenStream
 
 N_OFFSETS = 29
@@ -181,7 +181,7 @@ def merge_rows(stream: TokenStream, offsets: list[int], n_ranges: int, tmp: Path
     edges = first_token_edges(stream, n_ranges)
     n_ranges = len(edges) - 1  # fewer where a token holds more than a range's share of the positions
     slots, spec, base_of = batch_spec(offsets, ("real", "rotate"), 0)
-    first_marginal = needs_first_marginal(DEFAULT)
+    first_marginal = estimator(DEFAULT).first_marginal
 
     def count(lo: int, hi: int) -> list:
         return _count_shard(str(path), lo, hi, ends[np.searchsorted(ends, lo, side="right"):

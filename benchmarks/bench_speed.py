@@ -426,7 +426,7 @@ def memory_offsets(method: Method, stream: TokenStream, offsets: np.ndarray) -> 
     """
     if method.estimator is None:
         return [int(offsets[0])]
-    n_partners = 1 + len(est.nulls_needed(method.estimator))
+    n_partners = 1 + len(est.get(method.estimator).partners)
     probe = PairCounter(TokenStream("probe", np.zeros(1, np.int32), [1], stream.vocab_size))
     return probe.batches(offsets.tolist(), n_partners)[0]
 

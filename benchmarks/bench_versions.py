@@ -112,11 +112,22 @@ def export_base(rev: str) -> tuple[str, Path]:
     return sha, home
 
 
+BASE_LAYOUT = {"profile": "estimate.profile", "stream": "tokenize.stream", "tables": "count.tables",
+               "distributed": "count.distributed"}  # where a module lives since the package has subpackages
+
+
+def base_module_name(home: Path, name: str) -> str:
+    """The dotted name of module ``name`` in the exported base: in its subpackage, or flat (older revisions)."""
+    nested = BASE_LAYOUT[name]
+    return f"depstat_base.{nested}" if (home / "depstat_base" / f"{nested.replace('.', '/')}.py").is_file() \
+        else f"depstat_base.{name}"
+
+
 def base_profile(home: Path):
     """``mi_profile`` and ``TokenStream`` of the exported base version."""
     sys.path.insert(0, str(home))
-    profile = importlib.import_module("depstat_base.profile")
-    stream = importlib.import_module("depstat_base.stream")
+    profile = importlib.import_module(base_module_name(home, "profile"))
+    stream = importlib.import_module(base_module_name(home, "stream"))
     return profile.mi_profile, stream.TokenStream
 
 
@@ -142,7 +153,7 @@ def range_inputs(stream: TokenStream, batch: list[int], n_blocks: int = 20) -> t
 
 def range_task_calls(stream: TokenStream, base_tables, batches: list[list[int]]):
     """(head, base) calls that sum every batch's tables as the range tasks do, and the fields compared."""
-    lean = not estimators.needs_first_marginal(DEFAULT)
+    lean = not estimators.get(DEFAULT).first_marginal
     inputs = [range_inputs(stream, batch) for batch in batches]
     v = int(stream.vocab_size)
 
@@ -205,7 +216,7 @@ def range_task_memory(stream: TokenStream, home: Path, batch: list[int]) -> list
     versions, each in a fresh process, against the tables they take in (``MEMORY_PROBE``);
     head's also with its tables handed to the kernels in PROBE_CHUNKS first-token ranges,
     as it hands over a task's tables larger than ``tables.CHUNK_ENTRIES``."""
-    lean = not estimators.needs_first_marginal(DEFAULT)
+    lean = not estimators.get(DEFAULT).first_marginal
     reals, null, drops = range_inputs(stream, batch)
     inputs = {"range_sums": reals[-1], "swept_range_sums": null + [t for g in drops for t in g], "merge": reals[-1]}
     mib = {name: sum(t.keys.nbytes + t.counts.nbytes for t in ts) / 2**20 for name, ts in inputs.items()}
@@ -216,7 +227,7 @@ def range_task_memory(stream: TokenStream, home: Path, batch: list[int]) -> list
             pickle.dump((reals[-1], null, drops, int(stream.vocab_size), not lean), fh)
         env = probe_env()
         env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(home)] + sys.path[1:])
-        for module, n_chunks in (("depstat.count.tables", 0), ("depstat.count.tables", PROBE_CHUNKS), ("depstat_base.tables", 0)):
+        for module, n_chunks in (("depstat.count.tables", 0), ("depstat.count.tables", PROBE_CHUNKS), (base_module_name(home, "tables"), 0)):
             for name in inputs:
                 done = subprocess.run([sys.executable, "-c", MEMORY_PROBE, module, str(path), str(n_chunks), name],
                                       capture_output=True, text=True, check=True, env=env)
@@ -254,7 +265,7 @@ def graph_task_calls(stream: TokenStream, base_distributed, offsets: np.ndarray)
                                                np.searchsorted(ends, hi) + 1], spec, shift, v, edges)
                       for lo, hi in zip(bounds[:-1], bounds[1:])]
             counted.append((slots, base_of, shards))
-    lean = not estimators.needs_first_marginal(DEFAULT)
+    lean = not estimators.get(DEFAULT).first_marginal
 
     def run(mod) -> list:
         out = []
@@ -380,7 +391,7 @@ def main() -> None:
         parser.error(f"--streams takes {', '.join(STREAMS)}; got {', '.join(unknown) or 'none'}")
     sha, home = export_base(args.base)
     base_mi, base_stream_type = base_profile(home)
-    base_tables = (importlib.import_module("depstat_base.distributed" if args.graph_tasks else "depstat_base.tables")
+    base_tables = (importlib.import_module(base_module_name(home, "distributed" if args.graph_tasks else "tables"))
                    if args.range_tasks or args.shard_tasks or args.graph_tasks else None)
     kind = "shard" if args.shard_tasks else "graph" if args.graph_tasks else "range"
     offsets = offset_grid(MAX_OFFSET, N_OFFSETS)

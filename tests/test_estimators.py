@@ -50,12 +50,12 @@ def test_miller_madow_and_grassberger_follow_their_formulas(small_stream: TokenS
     assert est.base_mi(s, "grassberger") == pytest.approx(want, abs=1e-12)
 
 
-@pytest.mark.parametrize("name", list(est.NULL_ESTIMATORS))
+@pytest.mark.parametrize("name", [e.name for e in est.ESTIMATOR_LIST if e.null])
 def test_null_estimators_need_no_first_marginal(small_stream: TokenStream, name: str) -> None:
     """A null-corrected estimate is the difference of the base estimator's MI on the real and
     the null pairs, which share their first positions: counted without the first marginal
     (NaN sums), it is the same, point and replicates; the base estimators do need it."""
-    kind, null = est.NULL_ESTIMATORS[name]
+    kind, null = est.get(name).entropy, est.get(name).null
     counter = PairCounter(small_stream, n_blocks=4, dense=False)
     for first_marginal in (True, False):
         sums = counter.sums_at([1, 7], ("real", null), first_marginal=first_marginal)
@@ -67,8 +67,8 @@ def test_null_estimators_need_no_first_marginal(small_stream: TokenStream, name:
             reps = est.replicates(name, real, nulls)
             npt.assert_allclose(reps, est.replicates(name, full["real", r], {null: full[null, r]}), atol=1e-12)
             assert np.isfinite(reps).all()
-    assert not est.needs_first_marginal(name)
-    assert all(est.needs_first_marginal(base) for base in (*est.BASE_ESTIMATORS, "jackknife"))
+    assert not est.get(name).first_marginal
+    assert all(e.first_marginal for e in est.ESTIMATOR_LIST if e.null is None)
 
 
 def test_jackknife_replicates_equal_estimates_without_each_block(small_stream: TokenStream) -> None:
@@ -94,7 +94,7 @@ def test_stacked_offsets_give_each_offsets_estimate_and_interval(name: str) -> N
     rng = np.random.default_rng(5)
     stream = TokenStream("mixed", rng.integers(0, 5, 8000) // 2, np.r_[np.full(40, 100), 2000, 2000], 5)
     counter = PairCounter(stream, n_blocks=6)
-    offsets, partners = [1, 3, 150], ("real",) + est.nulls_needed(name)
+    offsets, partners = [1, 3, 150], ("real",) + est.get(name).partners
     sums = counter.sums_at(offsets, partners)
     assert (sums["real", 150].block_pairs == 0).sum() == 3 and (sums["real", 1].block_pairs > 0).all()
     real = est.stacked([sums["real", r] for r in offsets])

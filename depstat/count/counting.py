@@ -218,7 +218,7 @@ class PairCounter:
         so is the real pairs' second marginal when the real pairs are the only process counted
         offset by offset. Without ``first_marginal`` the partitioned kernel leaves the first
         marginal's sums out (NaN), for an estimator in which they cancel
-        (``estimators.needs_first_marginal``).
+        (``estimators.Estimator.first_marginal``).
         """
         offsets = sorted({int(r) for r in offsets})
         each = [p for p in partners if p != "rotate"]  # counted offset by offset

@@ -417,7 +417,7 @@ class DaskCounter:
     ) -> dict[tuple[str, int], TableSums]:
         """Table sums for every (partner, offset), from per-shard tables summed per first-token
         range; without ``first_marginal`` the first marginal's sums are left out (NaN), for an
-        estimator in which they cancel (``estimators.needs_first_marginal``)."""
+        estimator in which they cancel (``estimators.Estimator.first_marginal``)."""
         slots, spec, base_of = batch_spec(offsets, partners, self.seed)
         vocab = int(self.stream.vocab_size)
         # a key names one computation: the null's shift and the blocks are part of it

@@ -1300,16 +1300,6 @@ def dense_table_sums(
 
 
 @kernel()
-def partner_positions(p: np.ndarray, r: int, mode: int, shift: int, n: int, seed: int) -> np.ndarray:
-    """Partner positions of the first positions ``p`` at offset r (the kernels' definition)."""
-    out = np.empty(p.shape[0], dtype=np.int64)
-    for i in range(p.shape[0]):
-        base = _rotation_base(p[i], shift, n) if mode == MODE_ROTATE else 0
-        out[i] = _partner(p[i], base, r, mode, n, seed)
-    return out
-
-
-@kernel()
 def count_sums(counts: np.ndarray, tables: np.ndarray) -> np.ndarray:
     """The N_SUMS sums of a vector of counts."""
     s0, s1, occupied = 0.0, 0.0, 0

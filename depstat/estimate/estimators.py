@@ -30,16 +30,54 @@ from dataclasses import dataclass, fields
 import numpy as np
 from scipy import stats
 
+from depstat.errors import DepstatError
+
 LN2 = np.log(2.0)
 
 DEFAULT_ESTIMATOR = "grassberger-rotation"
-BASE_ESTIMATORS = ("plugin", "miller-madow", "grassberger")
-NULL_ESTIMATORS = {
-    "shuffle": ("plugin", "iid"),
-    "rotation": ("plugin", "rotate"),
-    "grassberger-rotation": ("grassberger", "rotate"),
-}
-ESTIMATORS = BASE_ESTIMATORS + ("jackknife",) + tuple(NULL_ESTIMATORS)
+
+
+@dataclass(frozen=True)
+class Estimator:
+    """An MI estimator, and what it needs counted: the counting layer asks it, by these fields,
+    instead of decoding its name."""
+
+    name: str
+    entropy: str  # the entropy estimate: "plugin", "miller-madow" or "grassberger"
+    null: str | None = None  # the null partner process whose MI is subtracted: "iid", "rotate" or None
+    jackknifed: bool = False  # corrected by the delete-a-group jackknife (needs every block's deltas)
+
+    @property
+    def partners(self) -> tuple[str, ...]:
+        """The null partner processes to count beside the real pairs."""
+        return (self.null,) if self.null else ()
+
+    @property
+    def first_marginal(self) -> bool:
+        """Whether it reads the first marginal's sums. A null-corrected one does not: it is a
+        difference of two tables over the same first positions (a null's partners replace the
+        real ones), in which H(first) cancels, so a counter may skip them."""
+        return self.null is None
+
+
+ESTIMATOR_LIST = (
+    Estimator("plugin", "plugin"),
+    Estimator("miller-madow", "miller-madow"),
+    Estimator("grassberger", "grassberger"),
+    Estimator("jackknife", "plugin", jackknifed=True),
+    Estimator("shuffle", "plugin", "iid"),
+    Estimator("rotation", "plugin", "rotate"),
+    Estimator("grassberger-rotation", "grassberger", "rotate"),
+)
+ESTIMATORS = tuple(e.name for e in ESTIMATOR_LIST)
+_BY_NAME = {e.name: e for e in ESTIMATOR_LIST}
+
+
+def get(name: str) -> Estimator:
+    """The estimator of that name, or one clear error listing the names."""
+    if name not in _BY_NAME:
+        raise DepstatError(f"unknown estimator {name!r}", hint="choose one of " + ", ".join(ESTIMATORS))
+    return _BY_NAME[name]
 
 
 @dataclass(frozen=True)
@@ -50,7 +88,7 @@ class TableSums:
     joint table and the two marginals; ``*_jk[g]`` the change of each when block g is
     deleted; ``block_pairs[g]`` the pairs in block g. ``first`` and ``first_jk`` are NaN
     where the counter skipped the first marginal (``first_marginal=False``; see
-    ``needs_first_marginal``).
+    ``Estimator.first_marginal``).
     """
 
     n_pairs: int | np.ndarray  # an array for stacked sums (``deleted_each``)
@@ -107,13 +145,6 @@ def base_mi(s: TableSums, kind: str) -> float | np.ndarray:
     return float(mi) if mi.ndim == 0 else mi
 
 
-def needs_first_marginal(name: str) -> bool:
-    """Whether the named estimator reads the first marginal's sums. A null-corrected one does
-    not: it is a difference of two tables over the same first positions (a null's partners
-    replace the real ones), in which H(first) cancels, so a counter may skip them."""
-    return name not in NULL_ESTIMATORS
-
-
 def _given_second(s: TableSums, kind: str) -> np.ndarray:
     """H(first | second) = H(joint) - H(second) in nats by a base estimator: MI is H(first) less this."""
     return _entropy(s, "joint", kind) - _entropy(s, "second", kind)
@@ -126,13 +157,14 @@ def stacked(sums: Sequence[TableSums]) -> TableSums:
 
 def estimate(name: str, real: TableSums, nulls: dict[str, TableSums]) -> float | np.ndarray:
     """Point estimate of MI (bits) by the named estimator (one per row for stacked sums)."""
-    if name in BASE_ESTIMATORS:
-        return base_mi(real, name)
-    if name == "jackknife":
+    e = get(name)
+    if e.jackknifed:
         reps, _ = block_replicates(name, real, nulls)  # the plug-in's, one level
         out = weighted_jackknife_estimate(Replicates(base_mi(real, "plugin"), reps, np.asarray(real.block_pairs)))
         return float(out) if np.ndim(out) == 0 else out
-    kind, null = NULL_ESTIMATORS[name]
+    if e.null is None:
+        return base_mi(real, e.entropy)
+    kind, null = e.entropy, e.null
     with np.errstate(divide="ignore", invalid="ignore"):  # H(first) cancels: its sums are not read
         mi = (_given_second(nulls[null], kind) - _given_second(real, kind)) / LN2
         mi = np.where(np.asarray(real.n_pairs) > 0, mi, np.nan)
@@ -145,7 +177,7 @@ def block_replicates(name: str, real: TableSums, nulls: dict[str, TableSums]) ->
     plug-in's replicates: one level of jackknife for the interval; re-jackknifing costs G^2."""
     blocks = np.arange(real.block_pairs.shape[-1])
     each = real.deleted_each(blocks)
-    if name == "jackknife":
+    if get(name).jackknifed:
         reps = base_mi(each, "plugin")
     else:
         reps = estimate(name, each, {k: v.deleted_each(blocks) for k, v in nulls.items()})
@@ -188,7 +220,7 @@ def estimate_draws(
     points = np.array([np.asarray(estimate(name, real, nulls), dtype=float) for nulls in draws])
     values = np.mean([block_replicates(name, real, nulls)[0] for nulls in draws], axis=0)
     point = points.mean(axis=0)
-    full = np.asarray(base_mi(real, "plugin"), dtype=float) if name == "jackknife" else point
+    full = np.asarray(base_mi(real, "plugin"), dtype=float) if get(name).jackknifed else point
     draw_se = points.std(axis=0, ddof=1) / np.sqrt(len(draws)) if len(draws) > 1 else np.zeros_like(point)
     return point, Replicates(full, values, np.asarray(real.block_pairs)), draw_se
 
@@ -251,7 +283,7 @@ def jackknife_bias(name: str, points: np.ndarray, reps: Replicates) -> np.ndarra
     the estimate, a bound for the interval (0 for the ``jackknife`` estimator, already corrected).
     At short offsets of sticky chains the null-corrected estimators keep a bias of several
     standard errors, which the jackknife over-corrects by a similar amount (docs/estimators.md)."""
-    if name == "jackknife":
+    if get(name).jackknifed:
         return np.zeros(np.shape(points))
     return np.abs(np.asarray(points, dtype=float) - weighted_jackknife_estimate(reps))
 
@@ -261,10 +293,3 @@ def jackknife_interval(point: float, reps: np.ndarray, confidence: float) -> tup
     reps = np.asarray(reps, dtype=float)
     out = intervals(np.array(point), Replicates(np.array(point), reps, np.ones(len(reps), dtype=np.int64)), confidence)
     return tuple(float(v) for v in out)
-
-
-def nulls_needed(name: str) -> tuple[str, ...]:
-    """Which null partner processes an estimator needs ('iid', 'rotate')."""
-    if name not in ESTIMATORS:
-        raise KeyError(name)
-    return (NULL_ESTIMATORS[name][1],) if name in NULL_ESTIMATORS else ()

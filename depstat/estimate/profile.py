@@ -268,7 +268,7 @@ def mi_profile(
     ``timings["count <name>"]``.
     """
     clock = _Stopwatch(timings)
-    _check_estimator(estimator)
+    method = est.get(estimator)
     check_profile_options(confidence, null_draws, order, population, seed)
     counting = ("count", f"count {stream.name}")
     grid = sorted({int(r) for r in offsets})
@@ -277,7 +277,7 @@ def mi_profile(
         stream = _counted_stream(stream, grid, n_blocks, seed, order, population, layout)
         counter = counter(stream, n_blocks=n_blocks, seed=seed)
     stream.info["jackknife_unit"] = counter.block_unit
-    nulls = est.nulls_needed(estimator)
+    nulls = method.partners
     if stream.n_docs < 2 and nulls:
         stream.info["warning"] = (
             "one document: the null partner lies half the document away, so dependence at that "
@@ -287,7 +287,7 @@ def mi_profile(
     skipped, usable = [], []
     for r in grid:
         (usable if stream.pairs_at(r)[0] >= MIN_PAIRS else skipped).append(r)
-    deltas = interval or estimator == "jackknife"  # the jackknife estimator needs them
+    deltas = interval or method.jackknifed
     draws = null_draws if nulls else 1
     sums: list[dict[tuple[str, int], est.TableSums]] = [{} for _ in range(draws)]
     shift, base_seed = counter.shift, counter.seed
@@ -300,7 +300,7 @@ def mi_profile(
             counter.seed = base_seed + d * 1_000_033
             partners = (("real",) if d == 0 else ()) + nulls
             for batch, batch_sums in clock.each(counting, counter.sweep(
-                    usable, partners, jackknife=deltas, first_marginal=est.needs_first_marginal(estimator))):
+                    usable, partners, jackknife=deltas, first_marginal=method.first_marginal)):
                 progress.update(len(batch))
                 sums[d].update(batch_sums)
     counter.shift, counter.seed = shift, base_seed
@@ -443,7 +443,7 @@ def profile(
     opened with ``ids_tokenizer`` (a corpus option: the ``tokenizer.json`` that made them) are
     decoded and profiled as text, with that tokenizer as one more granularity.
     """
-    _check_estimator(estimator)
+    est.get(estimator)
     check_profile_options(confidence, null_draws, order, population, seed)
     if sample not in SAMPLE_RULES:
         raise DepstatError(f"unknown sample rule {sample!r}", hint="choose one of " + ", ".join(SAMPLE_RULES))
@@ -619,11 +619,6 @@ def _read_hint(corpus: Corpus) -> str:
     if s.skipped:
         return f"--skip-bad skipped {s.skipped} bad records: {dict(s.skipped_reasons)}"
     return "check the path and the --text-field/--ids-field"
-
-
-def _check_estimator(name: str) -> None:
-    if name not in est.ESTIMATORS:
-        raise DepstatError(f"unknown estimator {name!r}", hint="choose one of " + ", ".join(est.ESTIMATORS))
 
 
 def _first(series: pl.Series) -> float | None:
