@@ -361,7 +361,7 @@ def cmd_profile(args: argparse.Namespace) -> int:
         if args.report:
             from depstat.report.document import build_report
 
-            build_report(result, analysis, args.out)
+            build_report(result, analysis, args.out, groups)
     if args.format == "json":
         extra = {"groups": groups.to_dict()} if groups else {}
         print(json.dumps({**result.summary(), **analysis.to_dict(), **extra}, indent=2, default=str))

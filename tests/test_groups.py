@@ -67,7 +67,7 @@ def test_cli_group_by_writes_every_group(mixed, tmp_path, capsys):
     path, _ = mixed
     out = tmp_path / "out"
     assert main(["profile", str(path), "--group-by", "source", "-g", "bytes", "-g", "bpe-1k", "--max-offset", "512",
-                 "--train-length", "512", "--head-dim", "64", "--max-docs", "40", "--out", str(out)]) == 0
+                 "--train-length", "512", "--head-dim", "64", "--max-docs", "40", "--out", str(out), "--report"]) == 0
     text = capsys.readouterr().out
     assert "groups by 'source'" in text and "arithmetic" in text and "markov" in text
     summary = json.loads((out / "summary.json").read_text())
@@ -78,6 +78,10 @@ def test_cli_group_by_writes_every_group(mixed, tmp_path, capsys):
     assert (out / "groups.png").stat().st_size > 1000
     for value in ("arithmetic", "markov"):
         assert depstat.Profile.load(out / "groups" / value).table.height > 0
+    report = (out / "report.md").read_text()  # the report has the same table and figure across groups
+    assert "## Groups by source" in report and "| arithmetic | " in report and "| markov | " in report
+    assert "figures/groups.png" in report and (out / "figures" / "groups.png").stat().st_size > 1000
+    assert "Profiles by group" in (out / "report.html").read_text()
 
 
 def test_a_group_too_small_is_skipped_with_its_reason(tmp_path):

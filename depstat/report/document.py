@@ -28,6 +28,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from depstat import __version__
+from depstat.analysis.groups import Groups
 from depstat.analysis.recommend import frequencies
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import Profile
@@ -92,20 +93,25 @@ Block = Para | Items | Table | Code | Fig
 Section = tuple[str, list[Block]]
 
 
-def build_report(profile: Profile, analysis: Analysis, out_dir: str | Path) -> dict[str, Path]:
+def build_report(profile: Profile, analysis: Analysis, out_dir: str | Path, groups: Groups | None = None,
+                 ) -> dict[str, Path]:
     """Write report.html, report.md and figures/*.png into ``out_dir``; return their paths.
 
     Keys: ``html``, ``markdown`` and one per figure (``mi_profile``, ``slopes``, ``kernel``,
-    ``rope_grid``, ``bases``).
+    ``rope_grid``, ``bases``; ``groups`` with ``groups``: the table and figure across groups).
     """
     out = Path(out_dir)
     (out / FIGURE_DIR).mkdir(parents=True, exist_ok=True)
     images = {name: _png(draw(profile, analysis)) for name, draw in FIGURES.items()}
+    if groups is not None and any(g.analysis is not None for g in groups.groups):
+        images["groups"] = groups.figure(out / FIGURE_DIR / "groups.png").read_bytes()
     paths: dict[str, Path] = {}
     for name, data in images.items():
         paths[name] = atomic_write(out / FIGURE_DIR / f"{name}.png", lambda tmp: Path(tmp).write_bytes(data))
     title = f"depstat report: {profile.corpus.get('spec', 'corpus')}"
     sections = _sections(profile, analysis)
+    if groups is not None:
+        sections.insert(-1, (f"Groups by {groups.field}", _groups(groups, "groups" in images)))
     html, markdown = _html_document(title, sections, images), _markdown_document(title, sections)
     paths["html"] = atomic_write(out / "report.html", lambda tmp: Path(tmp).write_text(html, encoding="utf-8"))
     paths["markdown"] = atomic_write(out / "report.md", lambda tmp: Path(tmp).write_text(markdown, encoding="utf-8"))
@@ -125,6 +131,20 @@ def _sections(profile: Profile, a: Analysis) -> list[Section]:
         ("Recommendation", _recommendation(a)),
         ("About", [Para(f"Made with depstat {__version__}; MI estimator: {profile.estimator}.")]),
     ]
+
+
+def _groups(groups: Groups, figure: bool) -> list[Block]:
+    """One row per group (each profiled and analysed on its share of the sample), and the profiles overlaid."""
+    header = ["group", "docs", "granularity", "kernel", "W", "verdict", "D", "rope_theta", "extension", "note"]
+    rows = []
+    for g in groups.groups:
+        r = g.row()
+        rows.append([str(r["group"]), str(r["docs"]), r.get("granularity") or "", r.get("kernel") or "", _num(r.get("W")),
+                     r.get("verdict") or "", _num(r.get("D")), _num(r.get("rope_theta")), r.get("extension") or "",
+                     r.get("note") or ""])
+    blocks: list[Block] = [Para("Each group is profiled and analysed on its share of the sample, with the same "
+                                "offsets, granularities and settings as the whole corpus."), Table(header, rows)]
+    return blocks + [Fig("groups")] if figure else blocks
 
 
 def _summary(a: Analysis) -> list[Block]:
@@ -241,6 +261,9 @@ def _recommendation(a: Analysis) -> list[Block]:
 
 
 FIGURE_TEXT = {  # name: (title, caption)
+    "groups": ("Profiles by group", (
+        "Each analysed group's MI profile at its model granularity, overlaid, with its kernel and verdict in the "
+        "legend; bands are the confidence intervals.")),
     "mi_profile": ("MI profiles", (
         "MI profile I(r), one panel per granularity. Filled points are distinguishable from zero, "
         "hollow ones are not; bands are the confidence intervals; the dashed black line is the preferred "
