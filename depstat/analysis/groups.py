@@ -99,12 +99,10 @@ class Groups:
 
     def figure(self, path: Path) -> Path:
         """Every analysed group's profile at its model granularity, overlaid, with its kernel and verdict."""
-        import matplotlib
+        from matplotlib.figure import Figure
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig = Figure(figsize=(7, 4.5))  # no pyplot: the caller's backend stays as it was
+        ax = fig.subplots()
         for i, g in enumerate(x for x in self.groups if x.analysis is not None):
             a = g.analysis
             t = g.profile.table.filter(pl.col("granularity") == a.granularity).sort("offset")
@@ -119,7 +117,6 @@ class Groups:
         ax.legend(fontsize=7)
         fig.tight_layout()
         atomic_write(path, lambda p: fig.savefig(p, dpi=110, format="png"))
-        plt.close(fig)
         return path
 
 
