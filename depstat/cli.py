@@ -211,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     o = p.add_argument_group("output")
     o.add_argument("--out", default=None, help="directory for profile.parquet and summary.json")
     o.add_argument("--format", choices=["table", "json"], default="table", help="console output (default: table)")
-    o.add_argument("--report", action="store_true", help="also write report.html and report.md into --out")
+    o.add_argument("--report", action="store_true", help="also write report.html and report.md into --out (with --group-by, the groups too)")
     p.add_argument("--group-by", default=None, metavar="FIELD",
                    help="also profile and analyse each value of this record field (e.g. cluster_id, source) on its "
                    "share of the sample: one table across groups; with --out, groups.parquet and groups/VALUE/")

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+import depstat
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -18,8 +20,15 @@ def test_the_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.chdir(tmp_path)
     scope: dict = {}
     exec(compile(block, "README.md", "exec"), scope)
-    assert (tmp_path / "out" / "example" / "summary.json").is_file()
-    assert scope["a"].self_similarity.verdict in ("self-similar", "not self-similar", "inconclusive")
+    p, a = scope["p"], scope["a"]
+    saved = depstat.Profile.load(tmp_path / "out" / "example")  # what the example saved is what it computed
+    assert saved.table.sort("granularity", "offset")["mi_bits"].to_list() == \
+        p.table.sort("granularity", "offset")["mi_bits"].to_list()
+    assert set(p.to_polars()["granularity"]) == {"bytes", "bpe-8k"} and p.to_polars().height == 2 * len(depstat.log_offsets(2048))
+    assert 4 < p.summary()["granularities"]["bpe-8k"]["bytes_per_token"] < 5  # English prose in BPE-8k
+    rec = a.recommendation  # the base is at least both bounds it is built from, and is the one in the config
+    assert rec.rope_theta >= max(rec.base_from_data, rec.base_men)
+    assert a.recommendation.rope_parameters["rope_parameters"]["rope_theta"] == rec.rope_theta
 
 
 def test_the_readme_is_a_front_page() -> None:

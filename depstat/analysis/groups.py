@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -25,6 +26,9 @@ from depstat.estimate.profile import Profile, local_copy, profile
 from depstat.files import atomic_write
 from depstat.io.corpus import Corpus
 from depstat.io.sampling import DEFAULT_SAMPLE, select
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 MAX_GROUPS = 64
 
@@ -95,9 +99,10 @@ class Groups:
                 g.profile.save(out / "groups" / directory(g.value), g.analysis)
         if any(g.profile is not None for g in self.groups):
             atomic_write(out / "groups.parquet", lambda p: self.profiles.write_parquet(p))
-            self.figure(out / "groups.png")
+            fig = self.figure()
+            atomic_write(out / "groups.png", lambda p: fig.savefig(p, dpi=110, format="png"))
 
-    def figure(self, path: Path) -> Path:
+    def figure(self) -> Figure:
         """Every analysed group's profile at its model granularity, overlaid, with its kernel and verdict."""
         from matplotlib.figure import Figure
 
@@ -116,8 +121,7 @@ class Groups:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        atomic_write(path, lambda p: fig.savefig(p, dpi=110, format="png"))
-        return path
+        return fig
 
 
 def directory(value: str) -> str:

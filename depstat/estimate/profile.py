@@ -443,7 +443,7 @@ def profile(
     opened with ``ids_tokenizer`` (a corpus option: the ``tokenizer.json`` that made them) are
     decoded and profiled as text, with that tokenizer as one more granularity.
     """
-    est.get(estimator)
+    est.get(estimator)  # an unknown name is one line before any work
     check_profile_options(confidence, null_draws, order, population, seed)
     if sample not in SAMPLE_RULES:
         raise DepstatError(f"unknown sample rule {sample!r}", hint="choose one of " + ", ".join(SAMPLE_RULES))

@@ -104,7 +104,7 @@ def build_report(profile: Profile, analysis: Analysis, out_dir: str | Path, grou
     (out / FIGURE_DIR).mkdir(parents=True, exist_ok=True)
     images = {name: _png(draw(profile, analysis)) for name, draw in FIGURES.items()}
     if groups is not None and any(g.analysis is not None for g in groups.groups):
-        images["groups"] = groups.figure(out / FIGURE_DIR / "groups.png").read_bytes()
+        images["groups"] = _png(groups.figure())
     paths: dict[str, Path] = {}
     for name, data in images.items():
         paths[name] = atomic_write(out / FIGURE_DIR / f"{name}.png", lambda tmp: Path(tmp).write_bytes(data))
