@@ -177,12 +177,13 @@ def test_shard_table_holds_each_cell_once_grouped_by_first_token(stream, r, part
     partners=st.lists(st.sampled_from(["real", "rotate", "iid"]), min_size=1, max_size=3, unique=True),
     upto=st.lists(st.integers(1, 60), max_size=3),
     cut=st.tuples(st.floats(0, 1), st.floats(0, 1)),
-    part=st.integers(1, 80),
+    part=st.one_of(st.none(), st.integers(1, 80)),
 )
 def test_slots_counted_in_one_pass_equal_a_recount_of_each(stream, offsets, partners, upto, cut, part) -> None:
-    """Several slots at once, in any order of offsets, in partitions of any size (the pass
-    that every slot counting all its pairs shares, beside slots of dropped pairs only):
-    each slot's table holds the cells and counts of a recount of that slot alone."""
+    """Several slots at once, in any order of offsets, in a dense table (part None: real slots
+    two a pass) or in partitions of any size (the pass that every slot counting all its pairs
+    shares, beside slots of dropped pairs only): each slot's table holds the cells and counts
+    of a recount of that slot alone."""
     lo, hi = sorted(int(c * stream.n_tokens) for c in cut)
     shift, v = max(stream.n_tokens // 2, 1), stream.vocab_size
     slots = [(r, PARTNER_MODES[p], partner_seed(5, r)) for r in offsets for p in partners]

@@ -1182,52 +1182,70 @@ def _count_two(tok, p, last, r, cells, last2, r2, cells2):
         cells2[tok[i], tok[i + r2]] += 1
 
 
+@kernel(inline="always")
+def dense_block(
+    tok: np.ndarray, doc_ends: np.ndarray, lo: int, hi: int, slot_r: np.ndarray, slot_mode: np.ndarray,
+    slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, table: np.ndarray,
+) -> None:
+    """Add to ``table[s]`` (V x V) slot s's pairs of first positions lo:hi, for small vocabularies:
+    the dense counter of both engines (``dense_counts``' blocks, ``dense_range_tables``' ranges).
+
+    A slot counts the positions with a partner ``slot_r[s]`` on in their document and, where
+    ``slot_upto[s]`` > 0, only those without one ``slot_upto[s]`` on (the pairs a larger offset
+    drops). Partners are read as runs (``_partner_run``), real pairs two slots a pass
+    (``_count_two``), on the calling thread.
+    """
+    n = tok.shape[0]
+    n_slots = slot_r.shape[0]
+    d = np.searchsorted(doc_ends, lo, side="right")
+    p = lo
+    while p < hi and d < doc_ends.shape[0]:
+        end = min(doc_ends[d], hi)
+        s = 0
+        while s < n_slots:
+            r, mode, seed, upto = slot_r[s], slot_mode[s], slot_seed[s], slot_upto[s]
+            last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
+            cells = table[s]
+            if (mode == MODE_REAL and upto == 0 and s + 1 < n_slots and slot_mode[s + 1] == MODE_REAL
+                    and slot_upto[s + 1] == 0):
+                _count_two(tok, p, last, r, cells, min(end, doc_ends[d] - slot_r[s + 1]), slot_r[s + 1],
+                           table[s + 1])
+                s += 2
+                continue
+            q = max(p, doc_ends[d] - upto) if upto > 0 else p
+            while q < last:
+                stop, off = _partner_run(q, last, r, mode, seed, shift, n)
+                for i in range(q, stop):
+                    cells[tok[i], tok[i + off]] += 1
+                q = stop
+            s += 1
+        p = end
+        d += 1
+
+
 @kernel(parallel=True)
 def dense_counts(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, slot_r: np.ndarray, slot_mode: np.ndarray,
     slot_seed: np.ndarray, shift: int, counts: np.ndarray, n_workers: int,
 ) -> None:
-    """Count each block's pairs of every slot into whole V x V tables, for small vocabularies.
+    """Count each block's pairs of every slot into whole V x V tables (``dense_block``).
 
     ``counts`` (blocks x slots x V x V int32, any contents) gets block g's table of slot s
     at ``counts[g, s]``; each block's tables are read and written in cache, and the partners
-    are read almost sequentially (real pairs two offsets a pass, ``_count_two``). Blocks run
-    in parallel, dealt to ``n_workers`` workers (``_deal_blocks``). The caller keeps
-    ``counts`` for the next batch, and ``dense_table_sums`` takes the sums.
+    are read almost sequentially. Blocks run in parallel, dealt to ``n_workers`` workers
+    (``_deal_blocks``). The caller keeps ``counts`` for the next batch, and
+    ``dense_table_sums`` takes the sums.
     """
-    n = tok.shape[0]
-    n_slots = slot_r.shape[0]
+    upto = np.zeros(slot_r.shape[0], dtype=np.int64)
     deal = _deal_blocks(block_starts, n_workers)
     for w in nb.prange(deal.shape[0]):
         for g in deal[w]:
             if g < 0:
                 break
-            lo, hi = block_starts[g], block_starts[g + 1]
-            d = np.searchsorted(doc_ends, lo, side="right")
             table = counts[g]
             table[:] = 0
-            p = lo
-            while p < hi:
-                end = min(doc_ends[d], hi)
-                s = 0
-                while s < n_slots:
-                    r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
-                    last = min(end, doc_ends[d] - r)  # first positions whose partner stays in the document
-                    cells = table[s]
-                    if mode == MODE_REAL and s + 1 < n_slots and slot_mode[s + 1] == MODE_REAL:
-                        _count_two(tok, p, last, r, cells, min(end, doc_ends[d] - slot_r[s + 1]), slot_r[s + 1],
-                                   table[s + 1])
-                        s += 2
-                        continue
-                    q = p
-                    while q < last:
-                        stop, off = _partner_run(q, last, r, mode, seed, shift, n)
-                        for i in range(q, stop):
-                            cells[tok[i], tok[i + off]] += 1
-                        q = stop
-                    s += 1
-                p = end
-                d += 1
+            dense_block(tok, doc_ends, block_starts[g], block_starts[g + 1], slot_r, slot_mode, slot_seed, upto,
+                        shift, table)
 
 
 @kernel(parallel=True)
@@ -1628,27 +1646,20 @@ def dense_range_tables(
     slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``range_tables`` for a small vocabulary: each slot's pairs counted in one dense V x V
-    table, whose occupied cells are then read out in key order."""
-    n = tok.shape[0]
+    table (``dense_block``), whose occupied cells are then read out in key order."""
     n_slots = slot_r.shape[0]
-    cells = np.zeros(vocab * vocab, dtype=np.int64)
+    table = np.zeros((n_slots, vocab, vocab), dtype=np.int64)
+    dense_block(tok, doc_ends, lo, hi, slot_r, slot_mode, slot_seed, slot_upto, shift, table)
     keys = np.empty(n_slots * min(hi - lo, vocab * vocab), dtype=np.int64)
     counts = np.empty(keys.shape[0], dtype=np.int64)
     bounds = np.zeros(n_slots + 1, dtype=np.int64)
     m = 0
     for s in range(n_slots):
-        r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
-        a = lo
-        for d in range(doc_ends.shape[0]):
-            for p in _slot_positions(a, hi, doc_ends[d], r, slot_upto[s]):
-                base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
-                cells[np.int64(tok[p]) * vocab + tok[_partner(p, base, r, mode, n, seed)]] += 1
-            a = max(a, doc_ends[d])
+        cells = table[s].ravel()
         for c in range(vocab * vocab):
             if cells[c] > 0:
                 keys[m] = c
                 counts[m] = cells[c]
-                cells[c] = 0
                 m += 1
         bounds[s + 1] = m
     return keys[:m], counts[:m], bounds
