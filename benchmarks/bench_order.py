@@ -26,6 +26,10 @@ Tables:
    without the bias bound (the half-width with ``bias_bound`` taken out in quadrature), the
    largest miss in half-widths, and at r = 1 the mean error and the mean bias bound.
 4. The accuracy bar (|error| <= max(0.005, 2% of the exact MI)) on the reference chain at 1M and 2M tokens.
+5. The bias at short offsets against the corpus size: the default's mean error at r = 1, 2, 4, 8, 16
+   on both chains from 0.25M to 2M tokens, its mean bias bound at r = 1, and at r = 1 the same
+   estimator on as many independent pairs drawn from the exact joint distribution of (x_t, x_t+1)
+   (documents of two tokens): whether the bias comes from undersampling or from autocorrelation.
 
 Run: ``python benchmarks/bench_order.py [--quick]`` (a few minutes on 2 cores).
 """
@@ -157,6 +161,40 @@ def accuracy(sizes: list[int], seeds: int) -> str:
     return format_table(["tokens", "samples", "worst |error| / bar", "within the bar"], rows)
 
 
+BIAS_OFFSETS = [1, 2, 4, 8, 16]
+
+
+def independent_pairs(chain, n_pairs: int, seed: int) -> TokenStream:
+    """``n_pairs`` independent draws of (x_t, x_t+1) from the chain's exact joint, one document each."""
+    v = len(chain.pi)
+    joint = (chain.pi[:, None] * chain.P).ravel()
+    cells = np.random.default_rng(seed).choice(v * v, size=n_pairs, p=joint / joint.sum())
+    tokens = np.stack([cells // v, cells % v], axis=1).ravel().astype(np.int32)
+    return TokenStream("pairs", tokens, np.full(n_pairs, 2), v)
+
+
+def bias_against_size(sizes: list[int], samples: int) -> str:
+    rows = []
+    chains = {"reference": reference_chain(), "slow": topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)}
+    for label, chain in chains.items():
+        truth = chain.exact_mi(np.array(BIAS_OFFSETS))
+        for n in sizes:
+            errors, bound, pairs_error = [], [], []
+            for s in range(samples):
+                t = mi_profile(chain.sample(n // DOC_LEN, DOC_LEN, seed=1000 + s), BIAS_OFFSETS, seed=s)[0]
+                t = t.sort("offset")
+                errors.append(t["mi_bits"].to_numpy() - truth)
+                bound.append(t["bias_bound"][0])
+                if label == "reference":
+                    pairs = mi_profile(independent_pairs(chain, int(t["n_pairs"][0]), seed=s), [1], seed=s)[0]
+                    pairs_error.append(pairs["mi_bits"][0] - truth[0])
+            mean = np.mean(errors, axis=0)
+            rows.append([label, f"{n / 1e6:g}M", str(samples)] + [f"{e:+.4f}" for e in mean]
+                        + [f"{np.mean(bound):.4f}", f"{np.mean(pairs_error):+.4f}" if pairs_error else "-"])
+    return format_table(["chain", "tokens", "samples"] + [f"error r={r}" for r in BIAS_OFFSETS]
+                        + ["bias bound r=1", "independent pairs: error r=1"], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -181,6 +219,8 @@ def main() -> None:
     print(f"   slow chain: {SLOW_CHAIN}")
     print("\n4. Accuracy bar on the reference chain\n")
     print(accuracy([1_000_000, 2_000_000], 2 if args.quick else 3))
+    print("\n5. Bias at short offsets against the corpus size (mean error of the default, bits)\n")
+    print(bias_against_size([250_000, 500_000, 1_000_000, 2_000_000], 2 if args.quick else 4))
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 
