@@ -30,7 +30,8 @@ or loads its kernels there, ``warm_up``):
   ``text_streams`` does); every cut vocabulary must equal its own training or the run fails;
 * the corpus written as token ids of the largest BPE (jsonl, as Nemotron-ClimbMix ships) and
   read twice: as ids, and decoded to text with ``--ids-tokenizer`` (what every pass over such
-  a corpus does).
+  a corpus does); then a pass over a random tenth of its documents (``--max-docs``), which
+  decodes only those.
 
 Run: ``python benchmarks/bench_end_to_end.py [--mb 100] [-g NAME ...] [--max-tokens N]``.
 """
@@ -241,9 +242,12 @@ def decode_rows(workdir: Path, documents, tokenizer) -> list[list[str]]:
                 out.write(json.dumps({"input_ids": e.ids}) + "\n")
                 n_ids += len(e.ids)
     read_s, _ = timed(lambda: sum(d.ids.size for d in open_corpus(str(ids_path))))
-    decode_s, _ = timed(lambda: sum(len(d.text) for d in open_corpus(str(ids_path), ids_tokenizer=str(tok_path))))
+    decoded = open_corpus(str(ids_path), ids_tokenizer=str(tok_path))
+    decode_s, n_docs = timed(lambda: sum(1 for _ in decoded))
+    sample = select(decoded, max_docs=max(n_docs // 10, 1), max_tokens=None)
+    sample_s, _ = timed(lambda: sum(len(d.text) for d in sample.documents(decoded)))
     return [[f"bpe-{tokenizer.get_vocab_size() // 1024}k", f"{n_ids:,}", f"{read_s:.1f}", f"{decode_s:.1f}",
-             f"{n_bytes / 1e6 / max(decode_s - read_s, 1e-9):.0f}"]]
+             f"{n_bytes / 1e6 / max(decode_s - read_s, 1e-9):.0f}", f"{sample_s:.1f}"]]
 
 
 def main() -> None:
@@ -352,7 +356,7 @@ def main() -> None:
 
         print("\nthe corpus as token ids (jsonl, as Nemotron-ClimbMix ships), read as ids and decoded to text by "
               "--ids-tokenizer")
-        print(format_table(["tokenizer", "ids", "read ids s", "read + decode s", "decode MB/s"],
+        print(format_table(["tokenizer", "ids", "read ids s", "read + decode s", "decode MB/s", "a tenth's pass s"],
                            decode_rows(args.workdir, documents, load_tokenizer_of(cache_dir, names))))
     finally:
         shutil.rmtree(args.workdir, ignore_errors=True)

@@ -14,6 +14,7 @@ import zstandard
 
 from depstat.errors import DepstatError
 from depstat.io.corpus import Corpus, Document, open_corpus, split_on_eos
+from depstat.io.sampling import select
 
 RECORDS = [{"text": "alpha beta", "id": 1}, {"text": "gamma", "id": 2}, {"text": "delta epsilon", "id": 3}]
 TEXTS = [r["text"] for r in RECORDS]
@@ -450,6 +451,34 @@ def test_ids_decoded_with_their_tokenizer(tmp_path):
         list(open_corpus(big, ids_tokenizer=str(tok_path)))
     with pytest.raises(DepstatError, match="--ids-tokenizer was given but the input is text"):
         open_corpus(write(tmp_path / "t.jsonl", jsonl_bytes(RECORDS)), ids_tokenizer=str(tok_path))
+
+
+class _CountingDecoder:
+    """The real tokenizer, counting the documents it is asked to decode."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.decoded = tokenizer, 0
+
+    def get_vocab_size(self) -> int:
+        return self.tokenizer.get_vocab_size()
+
+    def decode_batch(self, batch):
+        self.decoded += len(batch)
+        return self.tokenizer.decode_batch(batch)
+
+
+def test_a_pass_over_a_sample_decodes_only_the_sample(tmp_path):
+    root, tok_path, _, _ = climbmix_fixture(tmp_path)
+    corpus = open_corpus(str(root / "*.parquet"), ids_tokenizer=str(tok_path))
+    every = list(corpus)
+    spy = corpus._decoder = _CountingDecoder(corpus._decoder)
+    picked = list(corpus.selected([3, 17, 40]))
+    assert [d.text for d in picked] == [every[i].text for i in (3, 17, 40)]
+    assert spy.decoded == 3 and corpus.stats.documents == 3
+    sample = select(corpus, max_docs=6, max_tokens=None, seed=2)
+    spy.decoded = 0
+    assert [d.text for d in sample.documents(corpus)] == [every[i].text for i in sample.index]
+    assert spy.decoded == 6
 
 
 def test_group_field_is_read_and_filters(tmp_path):

@@ -27,7 +27,7 @@ import io
 import json
 import os
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -333,8 +333,15 @@ class Corpus:
 
     def __iter__(self) -> Iterator[Document]:
         """Yield every non-empty, valid document in order, refreshing ``stats`` as it goes."""
+        return self.selected(None)
+
+    def selected(self, places: Sequence[int] | None) -> Iterator[Document]:
+        """The documents at ``places`` (ascending) of the reading order, every one with None: a
+        fresh pass that decodes (``--ids-tokenizer``) only those, refreshing ``stats``."""
         self.stats = ReadStats()
         docs = self._kept()
+        if places is not None:
+            docs = _at_places(docs, places)
         for doc in self._decoded(docs) if self._decoder is not None else docs:
             self.stats.documents += 1
             yield doc
@@ -873,6 +880,19 @@ def _to_ids(value: Any, name: str) -> np.ndarray:
     if ids.dtype.kind == "u" and ids.max() > np.iinfo(np.int64).max:
         raise _BadRecord("bad token ids", f"field '{name}' has a token id too large for int64")
     return ids.astype(np.int64, copy=False)
+
+
+
+def _at_places(docs: Iterator[Document], places: Sequence[int]) -> Iterator[Document]:
+    """The documents of ``docs`` at ``places`` (ascending), reading no further than the last."""
+    wanted = iter(places)
+    nxt = next(wanted, None)
+    for i, doc in enumerate(docs):
+        if nxt is None:
+            return
+        if i == nxt:
+            yield doc
+            nxt = next(wanted, None)
 
 
 def _is_empty(doc: Document) -> bool:

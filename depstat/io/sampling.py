@@ -72,18 +72,9 @@ class Selection:
     stats: ReadStats | None = None  # what the selecting pass read, skipped and found empty
 
     def documents(self, corpus: Corpus) -> Iterator[Document]:
-        """The selected documents in reading order (a fresh pass over the corpus)."""
-        if self.index is None:
-            yield from corpus
-            return
-        wanted = iter(self.index.tolist())
-        nxt = next(wanted, None)
-        for i, doc in enumerate(corpus):
-            if nxt is None:
-                return
-            if i == nxt:
-                yield doc
-                nxt = next(wanted, None)
+        """The selected documents in reading order (a fresh pass over the corpus, which decodes
+        token ids only for them)."""
+        return corpus.selected(None if self.index is None else self.index.tolist())
 
     def training(self, corpus: Corpus, max_docs: int | None, max_bytes: int | None) -> Iterator[str]:
         """The texts vocabularies are trained on: the sampled documents of smallest key, until
