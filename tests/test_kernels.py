@@ -305,8 +305,9 @@ def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray,
     modes = np.array([counting.PARTNER_MODES[p] for p in partners])
     seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
-        counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region, np.full(k, r),
-        modes, seeds, counter.shift, xloc, ys, fill_end, first, second, none, none, counter.vocab, -1, False, 2,
+        kernels.Source(counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region),
+        kernels.Slots(np.full(k, r), modes, seeds, counter.shift),
+        kernels.Emitted(xloc, ys, fill_end, first, second, none, none), counter.vocab, -1, False, 2,
     )
     return xloc, ys, fill_end, first, second
 

@@ -357,9 +357,10 @@ class PairCounter:
             fill_end = np.empty_like(region)
             with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(
-                    self.tokens, code, self.doc_ends, self.block_starts, region, slot_r, modes, seeds,
-                    self.shift, xloc, ys, fill_end, first, second, none, none, self.vocab, spill, i > 0,
-                    numba.get_num_threads(),
+                    kernels.Source(self.tokens, code, self.doc_ends, self.block_starts, region),
+                    kernels.Slots(slot_r, modes, seeds, self.shift),
+                    kernels.Emitted(xloc, ys, fill_end, first, second, none, none),
+                    self.vocab, spill, i > 0, numba.get_num_threads(),
                 )
             with threads_for(places * len(slots), "partition_sums"):
                 part, part_jk = kernels.partition_sums(
@@ -490,9 +491,11 @@ class PairCounter:
             np.empty((1, self.n_blocks, self.vocab if counted else 0), dtype=np.int32) for counted in (first_marginal, True))
         with threads_for(self.tokens.shape[0], "emit_pairs"):
             kernels.emit_pairs(
-                self.tokens, code, self.doc_ends, self.block_starts, region, np.array(offsets[:1]),
-                np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64), self.shift, xloc, ys, fill_end,
-                first, second, life_of, life, self.vocab, spill, add, numba.get_num_threads(),
+                kernels.Source(self.tokens, code, self.doc_ends, self.block_starts, region),
+                kernels.Slots(np.array(offsets[:1]), np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64),
+                              self.shift),
+                kernels.Emitted(xloc, ys, fill_end, first, second, life_of, life),
+                self.vocab, spill, add, numba.get_num_threads(),
             )
         return xloc, ys, life, region, fill_end, first, second
 

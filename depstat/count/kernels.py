@@ -30,6 +30,8 @@ position by a hash of ``(p, seed)``, an i.i.d. null kept for comparison.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 from llvmlite import ir
@@ -377,15 +379,46 @@ def _deal_partitions(region: np.ndarray, fill_end: np.ndarray, n_workers: int) -
     return chunks, _deal(loads, n_workers)
 
 
+class Source(NamedTuple):
+    """The positions ``emit_pairs`` reads: the tokens, each token's partition code (``XLOC_BITS``),
+    the document ends, the jackknife blocks' starts, and where block g's pairs of partition q
+    begin (``region[q, g]``)."""
+
+    tok: np.ndarray
+    code: np.ndarray
+    doc_ends: np.ndarray
+    block_starts: np.ndarray
+    region: np.ndarray
+
+
+class Slots(NamedTuple):
+    """What a pass counts: slot s's offset ``r[s]``, partner process ``modes[s]`` (``MODE_*``) and
+    seed ``seeds[s]`` (the i.i.d. null's), and the rotation null's ``shift``."""
+
+    r: np.ndarray
+    modes: np.ndarray
+    seeds: np.ndarray
+    shift: int
+
+
+class Emitted(NamedTuple):
+    """Where ``emit_pairs`` writes: first tokens ``xloc``, partners ``ys[s]``, each region's end
+    ``fill_end``, the marginals ``first[s, g]`` and ``second[s, g]``, and each pair's
+    ``life`` (``life_of`` of its distance to its document's end; both empty for none)."""
+
+    xloc: np.ndarray
+    ys: np.ndarray
+    fill_end: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+    life_of: np.ndarray
+    life: np.ndarray
+
+
 @kernel(parallel=True)
-def emit_pairs(
-    tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
-    region: np.ndarray, slot_r: np.ndarray, modes: np.ndarray, seeds: np.ndarray, shift: int,
-    xloc: np.ndarray, ys: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
-    life_of: np.ndarray, life: np.ndarray, sentinel: int, spill: int, add: bool, n_workers: int,
-) -> None:
-    """Write the pairs of every slot (offset ``slot_r[s]``, partner process ``modes[s]``), read in
-    position order, into their partitions.
+def emit_pairs(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: int, add: bool, n_workers: int) -> None:
+    """Write the pairs of every slot (offset ``slots.r[s]``, partner process ``slots.modes[s]``),
+    read in position order, into their partitions.
 
     The slots share their first positions, those of the smallest offset ``slot_r[0]``, so one
     pass serves them all: block g's pairs of partition q fill places
@@ -405,25 +438,22 @@ def emit_pairs(
     to partition ``spill`` (-1 when every partition is counted), whose positions are
     skipped: neither written nor added to the marginals.
     """
-    deal = _deal_blocks(block_starts, n_workers)
+    deal = _deal_blocks(src.block_starts, n_workers)
     for w in nb.prange(deal.shape[0]):
         for g in deal[w]:
             if g < 0:
                 break
-            emit_block(tok, code, doc_ends, block_starts, region, slot_r, modes, seeds, shift, xloc, ys, fill_end,
-                       first, second, life_of, life, sentinel, spill, add, g)
+            emit_block(src, slots, out, sentinel, spill, add, g)
 
 
 @kernel(inline="always")
-def emit_block(
-    tok: np.ndarray, code: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray,
-    region: np.ndarray, slot_r: np.ndarray, modes: np.ndarray, seeds: np.ndarray, shift: int,
-    xloc: np.ndarray, ys: np.ndarray, fill_end: np.ndarray, first: np.ndarray, second: np.ndarray,
-    life_of: np.ndarray, life: np.ndarray, sentinel: int, spill: int, add: bool, g: int,
-) -> None:
+def emit_block(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: int, add: bool, g: int) -> None:
     """``emit_pairs`` for block g alone, on the calling thread: for a caller that must not
     start Numba's threads (a Dask task: the workqueue threading layer aborts when two
     threads of a worker run parallel kernels at once)."""
+    tok, code, doc_ends, block_starts, region = src
+    slot_r, modes, seeds, shift = slots
+    xloc, ys, fill_end, first, second, life_of, life = out
     n = tok.shape[0]
     n_slots = modes.shape[0]
     fill = region[:, g].copy()

@@ -87,8 +87,9 @@ def _partitioned_tables(
     fill_end = np.empty_like(region)
     no_marginal = np.empty((len(r), 1, 0), dtype=np.int32)
     none = np.empty(0, dtype=np.uint8)
-    kernels.emit_block(tokens, code, doc_ends, block, region, r, mode, seed, shift, xloc, ys, fill_end,
-                       no_marginal, no_marginal, none, none, vocab, -1, False, 0)  # one thread: a Dask task's
+    kernels.emit_block(kernels.Source(tokens, code, doc_ends, block, region), kernels.Slots(r, mode, seed, shift),
+                       kernels.Emitted(xloc, ys, fill_end, no_marginal, no_marginal, none, none),
+                       vocab, -1, False, 0)  # one thread: a Dask task's
     keys, counts, ends = kernels.partition_tables(xloc, ys, region, fill_end, widths, vocab)
     room = hi - lo
     return [CountTable(keys[s * room:end], counts[s * room:end]) for s, end in enumerate(ends)]
