@@ -6,8 +6,7 @@ on an embedded LocalCluster (processes, one thread each). Reports the largest di
 MI and of the standard error, wall time of each, worker-seconds spent counting shards and
 merging tables, the tasks each run submitted, the merged tables' entries per pair, and the
 workers' peak RSS, then the per-token costs that docs/scale.md extrapolates from; the
-wall time of a no-op task on the same cluster (the graph's size at larger corpora is
-``bench_graph.py``'s).
+wall time of a no-op task on the same cluster.
 
 Then the client's memory: ``depstat.profile`` of ``--client-mb`` and twice that of the
 same text as jsonl at bytes, and of ``--client-mb`` at bytes and BPE-8k (offsets up to

@@ -30,27 +30,30 @@ once a round, rounds alternating their order:
    (``bench_speed.measure_memory``: the stream loaded, the method warmed up, then the call,
    on the first batch of offsets, which holds the most pairs and so the peak).
 
-Run: ``python benchmarks/bench_scaling.py`` (about 10 minutes on the 2-core machine of
-RESULTS.md; ``--streams bpe-8k --sizes 1e6,1e7`` for less; ``--streams words --mb 1100``,
-which ``run.sh`` runs as ``ONLY=scaling_words``, about 15).
+Run: ``python benchmarks/bench_scaling.py`` (about 10 minutes on a 2-core machine;
+``--streams bpe-8k --sizes 1e6,1e7`` for less; ``--streams words --mb 1100``, which
+``run.sh`` runs as ``ONLY=scaling_words``, about 15).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import tarfile
 import tempfile
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 import numba
 import numpy as np
-from bench_large_shards import SOURCE, Encoder, kernel_sources, progress
 from bench_speed import (
     BY_KEY,
     DEFAULT,
     MAX_OFFSET,
     N_OFFSETS,
+    TRAIN_BYTES,
     depstat_method,
     encode_until,
     measure_memory,
@@ -61,12 +64,59 @@ from bench_speed import (
 )
 from benchlib import format_table, machine_line
 
-from depstat.tokenize.granularity import train_words
+from depstat.tokenize.granularity import bpe_vocab_size, train_bpe, train_words
 from depstat.tokenize.stream import TokenStream
 
 SIZES = "1e6,3e6,1e7,3e7,1e8"
 OFFSET_COUNTS = "8,15,29,57"
 MB = 500  # MB of C source read: enough for 10^8 tokens of BPE-32k (about 3.9 bytes a token)
+
+
+SOURCE = Path("/usr/src/linux-source-6.1.tar.xz")
+
+
+def kernel_sources(path: Path, n_bytes: int) -> list[str]:
+    """The archive's C files (.c, .h) in its order, one document each, until ``n_bytes`` of UTF-8."""
+    if not path.exists():
+        raise SystemExit(f"{path} not found: install Debian's linux-source-6.1 package (apt-get install linux-source-6.1)")
+    docs, size = [], 0
+    with tarfile.open(path, "r|xz") as archive:
+        for member in archive:
+            if member.isfile() and member.name.endswith((".c", ".h")):
+                text = archive.extractfile(member).read().decode("utf-8", "replace")
+                docs.append(text)
+                size += len(text.encode("utf-8"))
+                if size >= n_bytes:
+                    break
+    return docs
+
+
+class Encoder:
+    """One BPE vocabulary trained on the first TRAIN_BYTES of ``docs`` (as ``bench_speed.py``
+    trains), encoding the documents in order as far as a stream is asked for."""
+
+    def __init__(self, name: str, docs: list[str]) -> None:
+        cum = np.cumsum([len(d.encode("utf-8")) for d in docs])
+        n_train = min(int(np.searchsorted(cum, TRAIN_BYTES)) + 1, len(docs))
+        self.train = f"BPE vocabularies trained on the first {n_train} files ({int(cum[n_train - 1]):,} bytes)"
+        self.name, self.docs, self.tokenizer = name, docs, train_bpe(docs[:n_train], bpe_vocab_size(name))
+        self.stream: TokenStream | None = None
+
+    def at_least(self, n_tokens: int) -> TokenStream:
+        """Whole documents from the first, at least ``n_tokens`` tokens of them (or all)."""
+        have = self.stream.n_tokens if self.stream else 0
+        if have < n_tokens:
+            done = self.stream.n_docs if self.stream else 0
+            more = encode_until(self.name, self.docs[done:], self.tokenizer, n_tokens - have)
+            parts = [p for p in (self.stream, more) if p is not None]
+            self.stream = TokenStream(self.name, np.concatenate([p.tokens for p in parts]),
+                                      np.concatenate([p.doc_lengths for p in parts]), more.vocab_size)
+        return resize(self.stream, min(n_tokens, self.stream.n_tokens))[0]
+
+
+def progress(message: str) -> None:
+    """A line on standard error, so a run of this length shows where it is."""
+    print(message, file=sys.stderr, flush=True)
 
 
 @dataclass

@@ -16,9 +16,9 @@ from depstat.tokenize.stream import TokenStream, file_backed
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
 # Below this much work a kernel runs faster on one thread: waking the second thread for
 # every parallel region costs more than the work it takes over. Work is tokens, for
-# partition_sums tokens x partner processes counted in the call, for row_sums count cells (`python
-# benchmarks/bench_phases.py --tokens 300000` / `1000000` compares each phase on one and
-# two threads; an earlier run at 1M tokens had one thread faster for the real pairs alone,
+# partition_sums tokens x partner processes counted in the call, for row_sums count cells
+# (benchmarks/bench_phases.py --tokens 300000 / 1000000, removed since: `git show
+# 74b70dc:benchmarks/bench_phases.py`, compared each phase on one and two threads; an earlier run at 1M tokens had one thread faster for the real pairs alone,
 # two for real pairs and a null counted with them, with the jackknife). The row_sums switch
 # is set, not measured: about where a parallel region's start-up and the work are alike.
 PARALLEL_MIN_WORK = {
@@ -28,7 +28,8 @@ PARALLEL_MIN_WORK = {
 # Target positions per partition of the partitioned kernel. Fewer, larger partitions mean
 # fewer write streams in emit_pairs: on 10M tokens of BPE-8k, real pairs + rotation null,
 # emit_pairs took 2.7 ns per pair with 2^17 against 4.5 with 2^15, partition_sums 6.4-8.0
-# against 6.0 (``python benchmarks/bench_phases.py --part-tokens 32768,131072``, 2 threads).
+# against 6.0 (bench_phases.py --part-tokens 32768,131072, 2 threads; removed since: `git show
+# 74b70dc:benchmarks/bench_phases.py`).
 # BPE-32k's rare tokens fill partitions of 256 ids first, so its partitions barely change.
 PART_TOKENS = 1 << 17
 MAX_PARTS = 1024  # partitions are made larger on long streams to keep the write streams few

@@ -88,7 +88,8 @@ ENTRY_BYTES = 16  # an int64 key and an int64 count
 SHARD_MEMORY_SHARE = 4  # a shard's tables at most 1/this of a worker thread's memory, at one entry a pair
 # Where memory binds, ``DaskCounter.sweep`` counts PROBE_SHARDS shards of the widest batch first
 # and sizes the shards for PROBE_SAFETY times the table entries a position they held (a
-# shard holds 0.08-0.14 entries a pair, not 1: benchmarks/output/graph.txt).
+# shard holds 0.08-0.14 entries a pair, not 1: graph.txt, removed since: `git show
+# 74b70dc:benchmarks/output/graph.txt`).
 PROBE_SHARDS = 4
 PROBE_SAFETY = 2
 DENSE_MERGE_FAN_IN = 256  # dense tables a merge task holds: at most 65,536 cells (1 MiB) each

@@ -154,7 +154,8 @@ def _partner(p: int, base: int, r: int, mode: int, n: int, seed: int) -> int:
 
 # The helpers below return scalars, which their callers add up in locals and write out once,
 # rather than adding into an array they are passed at every call, which kept the loops that
-# called them slow (benchmarks/output/range_tasks.txt: the range tasks before and after).
+# called them slow (range_tasks.txt, removed since: `git show 74b70dc:benchmarks/output/range_tasks.txt`,
+# the range tasks before and after).
 @kernel(inline="always")
 def _sums_change(total: int, part: int, tables: np.ndarray) -> tuple[float, float, float]:
     """Change of (n ln n, n G(n), occupied) when a cell of ``total`` counts loses ``part`` of them."""

@@ -112,7 +112,7 @@ def reference_chain() -> MarkovChain:
 
     Topics persist for ~10 tokens, so pairs are autocorrelated (the case where an i.i.d.
     null leaves bias) while 2M tokens still pin every offset's MI inside the bar: the
-    jackknife standard error stays below about 0.6 of the tolerance (benchmarks/RESULTS.md).
+    jackknife standard error stays below about 0.6 of the tolerance (benchmarks/output/accuracy.txt).
     Slower chains (``topic_chain(switch=0.01)``) have sampling noise above the bar itself.
     """
     return topic_chain(vocab=512, topics=16, switch=0.1, concentration=0.3, seed=6)
