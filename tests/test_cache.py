@@ -200,3 +200,30 @@ def test_cli_cache_options(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     with pytest.raises(SystemExit):
         main([*args, "--no-cache", "--cache-dir", str(tmp_path)])
 
+
+
+def test_decoded_ids_are_read_from_the_cache_after_the_first_pass(tmp_path: Path) -> None:
+    """A token-id corpus decoded with --ids-tokenizer: the first run decodes every batch once and
+    stores it, the passes after it read the stored text (training, each granularity), a warm
+    run decodes nothing; the profiles equal an uncached run's. A sample's selecting pass stores
+    nothing, its later passes only the sample's batches."""
+    from tests.test_corpus import climbmix_fixture
+
+    (tmp_path / "c").mkdir()
+    root, tok_path, _, _ = climbmix_fixture(tmp_path / "c")
+    spec, opts = str(root / "*.parquet"), {**OPTIONS, "ids_tokenizer": str(tok_path)}
+    plain = depstat.profile(spec, **opts)
+    cold = depstat.profile(spec, cache_dir=tmp_path / "cache", **opts)
+    warm = depstat.profile(spec, cache_dir=tmp_path / "cache", **opts)
+    _same(plain, cold)
+    _same(plain, warm)
+    c, w = cold.run["cache"], warm.run["cache"]
+    assert c["decoded_stored"] == 1 and c["decoded_reused"] >= len(GRANULARITIES) + 1  # 60 documents: one batch
+    assert w["decoded_stored"] == 0 and w["decoded_reused"] >= len(GRANULARITIES) + 1  # no training passes here
+    sampled = depstat.profile(spec, cache_dir=tmp_path / "sample-cache", max_docs=20, **opts).run["cache"]
+    assert sampled["decoded_stored"] == 1 and sampled["decoded_reused"] >= len(GRANULARITIES)
+    text = next((tmp_path / "cache").rglob("*.text.npy"))
+    text.write_bytes(text.read_bytes()[:-1] + b"\0")
+    damaged = depstat.profile(spec, cache_dir=tmp_path / "cache", **opts)
+    _same(plain, damaged)
+    assert damaged.run["cache"]["decoded_invalid"] == 1 and damaged.run["cache"]["decoded_stored"] == 1

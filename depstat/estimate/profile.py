@@ -468,6 +468,8 @@ def profile(
         local_copy(corpus, max_docs, max_tokens, sample, seed) as (source, streamed_rule),
         engine(workers, scheduler, shared_dir, pair_memory, shard_tokens) as run,
     ):
+        if cache is not None:
+            source.cache_decoding(cache)  # token ids: every pass after the first reads decoded text
         selection = select(source, max_docs, max_tokens, seed, "first" if streamed_rule else sample)
         return _profile(
             corpus, source, selection, granularities, tokenizers, grid, options, vocab_size,

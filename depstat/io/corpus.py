@@ -163,9 +163,16 @@ class Corpus:
         self.ids_tokenizer = path
         self.kind = "text"
 
-    def _decoded(self, docs: Iterator[Document]) -> Iterator[Document]:
+    def cache_decoding(self, cache: Any) -> None:
+        """Keep decoded text in ``cache`` (a ``depstat.tokenize.cache.TokenCache``), so that the
+        passes after the first read it instead of decoding again; nothing for a text corpus."""
+        if self._decoder is not None:
+            self._decode_cache, self._decoder_key = cache, cache.decoder_key(self._decoder)
+
+    def _decoded(self, docs: Iterator[Document], keep: bool) -> Iterator[Document]:
         """Token-id documents as the text their tokenizer decodes them to, DECODE_IDS ids at a time
-        (``decode_batch`` spreads a batch over the ``tokenizers`` thread pool)."""
+        (``decode_batch`` spreads a batch over the ``tokenizers`` thread pool), each batch from
+        or (with ``keep``) into the cache of decoded text when there is one."""
         batch: list[Document] = []
         n_ids = 0
         for doc in docs:
@@ -177,13 +184,20 @@ class Corpus:
             batch.append(doc)
             n_ids += doc.ids.size
             if n_ids >= DECODE_IDS:
-                yield from self._decode(batch)
+                yield from self._decode(batch, keep)
                 batch, n_ids = [], 0
-        yield from self._decode(batch)
+        yield from self._decode(batch, keep)
 
-    def _decode(self, batch: list[Document]) -> Iterator[Document]:
-        """One batch decoded, in order."""
-        texts = self._decoder.decode_batch([d.ids.tolist() for d in batch]) if batch else []
+    def _decode(self, batch: list[Document], keep: bool) -> Iterator[Document]:
+        """One batch decoded (or read from the cache of decoded text), in order."""
+        if not batch:
+            return
+
+        def decode() -> list[str]:
+            return self._decoder.decode_batch([d.ids.tolist() for d in batch])
+
+        cache = self._decode_cache if keep else None
+        texts = cache.decoded(self._decoder_key, [d.ids for d in batch], decode) if cache is not None else decode()
         for doc, text in zip(batch, texts, strict=True):
             yield Document(doc.source, doc.line, text=text, group=doc.group)
 
@@ -227,6 +241,8 @@ class Corpus:
         self._records = "text"  # what the records hold (ids decoded to text are "ids" here, "text" above)
         self.ids_tokenizer: str | None = None
         self._decoder = None
+        self._decode_cache: Any = None  # a TokenCache of decoded text (``cache_decoding``)
+        self._decoder_key = ""
         self.group_field: str | None = None
         self.group: str | None = None  # set by ``only``: iterate one group's documents
         self.files: list[str] = []
@@ -335,14 +351,16 @@ class Corpus:
         """Yield every non-empty, valid document in order, refreshing ``stats`` as it goes."""
         return self.selected(None)
 
-    def selected(self, places: Sequence[int] | None) -> Iterator[Document]:
+    def selected(self, places: Sequence[int] | None, keep_decoded: bool = True) -> Iterator[Document]:
         """The documents at ``places`` (ascending) of the reading order, every one with None: a
-        fresh pass that decodes (``--ids-tokenizer``) only those, refreshing ``stats``."""
+        fresh pass that decodes (``--ids-tokenizer``) only those, refreshing ``stats``. Decoded
+        text goes to the cache (``cache_decoding``) unless ``keep_decoded`` is False (a pass
+        whose batches no later pass reads)."""
         self.stats = ReadStats()
         docs = self._kept()
         if places is not None:
             docs = _at_places(docs, places)
-        for doc in self._decoded(docs) if self._decoder is not None else docs:
+        for doc in self._decoded(docs, keep_decoded) if self._decoder is not None else docs:
             self.stats.documents += 1
             yield doc
 

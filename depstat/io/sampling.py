@@ -119,7 +119,7 @@ def select(
                          copy.deepcopy(corpus.stats))
     heap: list[tuple[int, int, int]] = []  # (-key, place, size): the largest key on top
     total = 0
-    for i, doc in enumerate(corpus):
+    for i, doc in enumerate(corpus.selected(None, keep_decoded=False)):  # later passes read only the sample
         key, size = document_key(doc, seed), document_size(doc)
         if len(heap) == max_docs and -heap[0][0] <= key:
             continue  # the sample is full of smaller keys

@@ -18,6 +18,12 @@ Layout under the root (``$DEPSTAT_CACHE``, else ``$XDG_CACHE_HOME/depstat``, els
     v1/shards/ab/<key>.lengths.npy  document lengths (int64)
     v1/shards/ab/<key>.json         manifest with both files' BLAKE2b digests, written last
     v1/tokenizers/<key>.json        trained BPE / word vocabularies (key: sample digest, size)
+    v1/decoded/ab/<key>.text.npy    token ids decoded to text (``--ids-tokenizer``): UTF-8 bytes
+    v1/decoded/ab/<key>.lengths.npy each document's length in bytes, and a manifest as for shards
+
+A decoded batch's key is a hash of the tokenizer that decodes (as above) and of the batch's
+ids, so every pass over a token-id corpus after the first reads its text instead of decoding
+it again (``TokenCache.decoded``).
 
 Every file is written to a temporary sibling, fsynced and renamed, and a shard counts only
 when its manifest exists and both digests match, so an interrupted run (Ctrl-C, a crash, a
@@ -31,7 +37,7 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,10 +122,12 @@ class TokenCache:
         self.counts = {
             "shards_reused": 0, "shards_encoded": 0, "shards_invalid": 0,
             "tokenizers_reused": 0, "tokenizers_trained": 0, "tokenizers_invalid": 0,
+            "decoded_reused": 0, "decoded_stored": 0, "decoded_invalid": 0,
         }
         try:
             (self.dir / "shards").mkdir(parents=True, exist_ok=True)
             (self.dir / "tokenizers").mkdir(exist_ok=True)
+            (self.dir / "decoded").mkdir(exist_ok=True)
         except OSError as err:
             raise DepstatError(
                 f"cannot create the cache directory: {err.strerror or err}", path=str(self.dir),
@@ -133,14 +141,42 @@ class TokenCache:
         """(token ids, document lengths) of a shard: read from the cache, else encoded and stored."""
         key = _hasher(f"depstat-{CACHE_VERSION} {tok_key} ".encode() + shard.digest).hexdigest()
         base = self.dir / "shards" / key[:2] / key
-        found = self._read_shard(base, len(shard.texts))
+        found = self._read_arrays(base, ("tokens", "lengths"), len(shard.texts), "shards_invalid")
         if found is not None:
             self.counts["shards_reused"] += 1
             return found
         ids, lengths = encode(shard.texts)
-        self._write_shard(base, ids.astype(np.uint16 if vocab_size <= 1 << 16 else np.uint32), lengths)
+        self._write_arrays(base, {"tokens": ids.astype(np.uint16 if vocab_size <= 1 << 16 else np.uint32),
+                                  "lengths": lengths})
         self.counts["shards_encoded"] += 1
         return ids, lengths
+
+    def decoder_key(self, tokenizer: Tokenizer) -> str:
+        """What the tokenizer that decodes contributes to a decoded batch's key (``tokenizer_key``)."""
+        return tokenizer_key(tokenizer)
+
+    def decoded(
+        self, decoder_key: str, ids: Sequence[np.ndarray], decode: Callable[[], list[str]],
+    ) -> list[str]:
+        """The texts of a batch of token-id documents: read from the cache, else ``decode()``d and stored."""
+        hasher = _hasher(f"depstat-{CACHE_VERSION} decoded {decoder_key} ".encode())
+        for doc in ids:
+            data = np.ascontiguousarray(doc, dtype=np.int64).tobytes()
+            hasher.update(len(data).to_bytes(8, "little") + data)
+        key = hasher.hexdigest()
+        base = self.dir / "decoded" / key[:2] / key
+        found = self._read_arrays(base, ("text", "lengths"), len(ids), "decoded_invalid")
+        if found is not None:
+            data, lengths = found[0].tobytes(), found[1]
+            ends = np.cumsum(lengths).tolist()
+            self.counts["decoded_reused"] += 1
+            return [data[a:b].decode("utf-8") for a, b in zip([0, *ends[:-1]], ends)]
+        texts = decode()
+        encoded = [t.encode("utf-8") for t in texts]
+        self._write_arrays(base, {"text": np.frombuffer(b"".join(encoded), dtype=np.uint8),
+                                  "lengths": np.array([len(e) for e in encoded], dtype=np.int64)})
+        self.counts["decoded_stored"] += 1
+        return texts
 
     def tokenizer(self, key: str, train: Callable[[], Tokenizer]) -> Tokenizer:
         """A trained tokenizer from the cache, else ``train()`` stored under ``key``."""
@@ -157,35 +193,39 @@ class TokenCache:
         self.counts["tokenizers_trained"] += 1
         return tok
 
-    def _read_shard(self, base: Path, n_docs: int) -> tuple[np.ndarray, np.ndarray] | None:
-        """The shard's arrays when its manifest and both digests check out; None otherwise."""
+    def _read_arrays(
+        self, base: Path, parts: tuple[str, str], n_docs: int, invalid: str,
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """An entry's two arrays (the data and each document's length in it) when its manifest
+        and both digests check out and the lengths add up; None otherwise (counted as ``invalid``)."""
         manifest = base.with_suffix(".json")
         if not manifest.is_file():
             return None
         try:
             meta = json.loads(manifest.read_text(encoding="utf-8"))
             arrays = []
-            for part in ("tokens", "lengths"):
+            for part in parts:
                 data = base.with_name(f"{base.name}.{part}.npy").read_bytes()
                 if _hasher(data).hexdigest() != meta[part]:
                     raise ValueError(f"{part} digest mismatch")
                 arrays.append(np.load(io.BytesIO(data), allow_pickle=False))
-            ids, lengths = arrays
-            if lengths.shape != (n_docs,) or int(lengths.sum()) != ids.shape[0]:
+            values, lengths = arrays
+            if lengths.shape != (n_docs,) or int(lengths.sum()) != values.shape[0]:
                 raise ValueError("lengths do not match")
         except (OSError, ValueError, KeyError, TypeError, EOFError):
-            self.counts["shards_invalid"] += 1
+            self.counts[invalid] += 1
             manifest.unlink(missing_ok=True)
             return None
-        return ids, lengths
+        return values, lengths
 
-    def _write_shard(self, base: Path, ids: np.ndarray, lengths: np.ndarray) -> None:
-        """Both arrays, then the manifest naming their digests (last, so it marks completion)."""
+    def _write_arrays(self, base: Path, arrays: dict[str, np.ndarray]) -> None:
+        """The arrays, then the manifest naming their digests (last, so it marks completion)."""
         base.parent.mkdir(exist_ok=True)
-        meta = {"n_docs": int(lengths.size), "n_tokens": int(ids.size), "dtype": str(ids.dtype)}
-        for part, array in (("tokens", ids), ("lengths", np.asarray(lengths, dtype=np.int64))):
+        values, lengths = arrays.values()
+        meta = {"n_docs": int(lengths.size), "n_values": int(values.size), "dtype": str(values.dtype)}
+        for part, array in arrays.items():
             buf = io.BytesIO()
-            np.save(buf, array, allow_pickle=False)
+            np.save(buf, np.asarray(array, dtype=np.int64) if part == "lengths" else array, allow_pickle=False)
             data = buf.getvalue()
             self._write(base.with_name(f"{base.name}.{part}.npy"), data)
             meta[part] = _hasher(data).hexdigest()
