@@ -776,15 +776,31 @@ def partition_sums(
     return _chunk_totals(joint_c, joint_jk_c)
 
 
+class SweepScratch(NamedTuple):
+    """A worker's scratch arrays in ``null_sweep_sums``: each cell's total (and jackknife note),
+    a cell's drops at one offset, the dying pairs in offset order, the cells a token touched,
+    each dying cell's row, the dying cells, the dying pairs, and the counting sort's bins."""
+
+    cell: np.ndarray
+    run: np.ndarray
+    order: np.ndarray
+    touched: np.ndarray
+    slot: np.ndarray
+    cells: np.ndarray
+    dying: np.ndarray
+    bins: np.ndarray
+
+
 @kernel()
-def _sweep_partition(src, blk, life, starts, w, n_life, cell, run, order, touched, slot, cells, dying, bins, cb,
-                     tables, diff, jk_diff, jackknife):
+def _sweep_partition(src, blk, life, starts, w, n_life, scratch, cb, tables, diff, jk_diff, jackknife):
     """The null pairs of one partition's w tokens, token x's in ``src[starts[x]:starts[x + 1]]``
     (block order): each token's joint sums at the first offset into ``diff[0]``/``jk_diff[0]``,
     then the deletion of the pairs whose life ends at each offset index j into
     ``diff[j]``/``jk_diff[j]`` (``_sweep_dying``). Returns ``cb``, grown if it had to be.
     The loop over tokens calls nothing Numba does not inline but ``_block_runs`` and
     ``_sweep_dying``, and those only for tokens that need them (see ``kernel``)."""
+    cell, order, touched, slot, cells, dying = (scratch.cell, scratch.order, scratch.touched, scratch.slot,
+                                                scratch.cells, scratch.dying)
     first, first_jk = diff[0], jk_diff[0]
     for x in range(w):
         a, b = starts[x], starts[x + 1]
@@ -797,8 +813,7 @@ def _sweep_partition(src, blk, life, starts, w, n_life, cell, run, order, touche
         _add_cells(first, cell, touched, n_t, tables)
         n_d, n_c = _dying_pairs(src, life, a, b, n_life, slot, cells, dying)
         if n_d > 0:
-            cb = _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, cell, run, order, slot, cells, dying, bins, cb,
-                              tables, diff, jk_diff, jackknife)
+            cb = _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, scratch, cb, tables, diff, jk_diff, jackknife)
         for j in range(n_t):
             cell[touched[j]] = 0
     return cb
@@ -835,12 +850,13 @@ def _dying_pairs(src, life, a, b, n_life, slot, cells, dying):
 
 
 @kernel()
-def _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, cell, run, order, slot, cells, dying, bins, cb, tables,
-                 diff, jk_diff, jackknife):
+def _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, scratch, cb, tables, diff, jk_diff, jackknife):
     """The deletion of one token's dying pairs (``_dying_pairs``: ``dying[:n_d]``, in the cells
     ``cells[:n_c]``) at the offset index where each one's life ends, all of a cell's there at
     once, into ``diff[j]``/``jk_diff[j]``; the cells' totals in ``cell`` go down with them.
     Returns ``cb``, grown if it had to be; ``slot`` is reset."""
+    cell, run, order, slot, cells, dying, bins = (scratch.cell, scratch.run, scratch.order, scratch.slot,
+                                                  scratch.cells, scratch.dying, scratch.bins)
     n_blocks = jk_diff.shape[1]
     if jackknife:  # the dying cells' pairs per block, and room for their drops at one offset
         if 2 * n_c * n_blocks > cb.shape[0]:
@@ -928,14 +944,16 @@ def null_sweep_sums(
     diff_c = np.zeros((N_CHUNKS, n_life, N_SUMS))
     jk_c = np.zeros((N_CHUNKS, n_life, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
-        cell = np.zeros(vocab + 1, dtype=np.int64)  # as in partition_sums (no sentinel is written here)
-        run = np.zeros(vocab + 1, dtype=np.int32)
-        touched = np.empty(vocab + 1, dtype=ys.dtype)
-        order = np.empty(largest, dtype=np.int64)  # the dying pairs in offset order
-        slot = np.full(vocab, -1, dtype=np.int32)  # a dying cell's row in cb
-        cells = np.empty(vocab, dtype=np.int64)
-        dying = np.empty(largest, dtype=np.int64)
-        bins = np.empty(n_life + 1, dtype=np.int64)
+        scratch = SweepScratch(
+            np.zeros(vocab + 1, dtype=np.int64),  # cell: as in partition_sums (no sentinel is written here)
+            np.zeros(vocab + 1, dtype=np.int32),  # run
+            np.empty(largest, dtype=np.int64),  # order: the dying pairs in offset order
+            np.empty(vocab + 1, dtype=ys.dtype),  # touched
+            np.full(vocab, -1, dtype=np.int32),  # slot: a dying cell's row in cb
+            np.empty(vocab, dtype=np.int64),  # cells
+            np.empty(largest, dtype=np.int64),  # dying
+            np.empty(n_life + 1, dtype=np.int64),  # bins
+        )
         cb = np.empty(0, dtype=np.int32)
         srt = np.empty((1, largest), dtype=ys.dtype)
         lsrt = np.empty(largest, dtype=life.dtype)
@@ -952,8 +970,8 @@ def null_sweep_sums(
                     break
                 w = widths[q]
                 _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
-                cb = _sweep_partition(srt[0], blk, lsrt, starts, w, n_life, cell, run, order, touched, slot, cells,
-                                      dying, bins, cb, tables, diff, jk_diff, jackknife)
+                cb = _sweep_partition(srt[0], blk, lsrt, starts, w, n_life, scratch, cb, tables, diff, jk_diff,
+                                      jackknife)
             diff_c[c] = diff
             jk_c[c] = jk_diff
     joint, joint_jk = _chunk_totals(diff_c, jk_c)
