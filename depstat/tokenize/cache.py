@@ -146,8 +146,7 @@ class TokenCache:
             self.counts["shards_reused"] += 1
             return found
         ids, lengths = encode(shard.texts)
-        self._write_arrays(base, {"tokens": ids.astype(np.uint16 if vocab_size <= 1 << 16 else np.uint32),
-                                  "lengths": lengths})
+        self._write_arrays(base, "tokens", ids.astype(np.uint16 if vocab_size <= 1 << 16 else np.uint32), lengths)
         self.counts["shards_encoded"] += 1
         return ids, lengths
 
@@ -173,8 +172,7 @@ class TokenCache:
             return [data[a:b].decode("utf-8") for a, b in zip([0, *ends[:-1]], ends)]
         texts = decode()
         encoded = [t.encode("utf-8") for t in texts]
-        self._write_arrays(base, {"text": np.frombuffer(b"".join(encoded), dtype=np.uint8),
-                                  "lengths": np.array([len(e) for e in encoded], dtype=np.int64)})
+        self._write_arrays(base, "text", np.frombuffer(b"".join(encoded), dtype=np.uint8), [len(e) for e in encoded])
         self.counts["decoded_stored"] += 1
         return texts
 
@@ -218,14 +216,15 @@ class TokenCache:
             return None
         return values, lengths
 
-    def _write_arrays(self, base: Path, arrays: dict[str, np.ndarray]) -> None:
-        """The arrays, then the manifest naming their digests (last, so it marks completion)."""
+    def _write_arrays(self, base: Path, name: str, values: np.ndarray, lengths: Sequence[int] | np.ndarray) -> None:
+        """An entry's data (part ``name``) and each document's length in it, then the manifest
+        naming their digests (last, so it marks completion)."""
         base.parent.mkdir(exist_ok=True)
-        values, lengths = arrays.values()
+        lengths = np.asarray(lengths, dtype=np.int64)
         meta = {"n_docs": int(lengths.size), "n_values": int(values.size), "dtype": str(values.dtype)}
-        for part, array in arrays.items():
+        for part, array in ((name, values), ("lengths", lengths)):
             buf = io.BytesIO()
-            np.save(buf, np.asarray(array, dtype=np.int64) if part == "lengths" else array, allow_pickle=False)
+            np.save(buf, array, allow_pickle=False)
             data = buf.getvalue()
             self._write(base.with_name(f"{base.name}.{part}.npy"), data)
             meta[part] = _hasher(data).hexdigest()
