@@ -162,6 +162,29 @@ def test_null_draws_are_averaged_and_their_spread_enters_the_interval(small_stre
     assert not est.jackknife_bias("jackknife", point, reps).any()
 
 
+def test_bias_bound_is_the_larger_of_the_jackknife_bias_and_the_entropy_correction(small_stream: TokenStream) -> None:
+    """The entropy correction is the estimator's move over the same estimator with plug-in
+    entropies (the default against ``rotation``, averaged over draws); 0 for plug-in estimators."""
+    counter = PairCounter(small_stream, n_blocks=5)
+    draws = []
+    for shift in (small_stream.n_tokens // 3, 2 * small_stream.n_tokens // 3):
+        counter.shift = shift
+        sums = counter.sums_at([1, 2, 7], ("real", "rotate"))
+        real = est.stacked([sums["real", r] for r in (1, 2, 7)])
+        draws.append({"rotate": est.stacked([sums["rotate", r] for r in (1, 2, 7)])})
+    moved = np.mean([est.estimate(est.DEFAULT_ESTIMATOR, real, d) - est.estimate("rotation", real, d) for d in draws],
+                    axis=0)
+    assert np.abs(moved).min() > 0  # Grassberger differs from the plug-in on every table
+    npt.assert_allclose(est.entropy_correction(est.DEFAULT_ESTIMATOR, real, draws), np.abs(moved), atol=1e-15)
+    plain = np.abs(est.base_mi(real, "grassberger") - est.base_mi(real, "plugin"))
+    npt.assert_allclose(est.entropy_correction("grassberger", real, []), plain, atol=1e-15)
+    for name in ("plugin", "rotation", "shuffle", "jackknife"):
+        assert not est.entropy_correction(name, real, draws).any()
+    point, reps, _ = est.estimate_draws(est.DEFAULT_ESTIMATOR, real, draws)
+    npt.assert_allclose(est.bias_bound(est.DEFAULT_ESTIMATOR, point, reps, real, draws),
+                        np.maximum(est.jackknife_bias(est.DEFAULT_ESTIMATOR, point, reps), np.abs(moved)), atol=1e-15)
+
+
 def test_jackknife_estimator_does_not_depend_on_the_interval_switch(small_stream: TokenStream) -> None:
     with_ci, _ = mi_profile(small_stream, [1, 5], estimator="jackknife")
     without, _ = mi_profile(small_stream, [1, 5], estimator="jackknife", interval=False)

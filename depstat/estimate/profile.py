@@ -72,7 +72,7 @@ SCHEMA = {
     "n_docs": pl.Int64,
     "estimator": pl.String,
     "null_draw_se": pl.Float64,  # standard error of the average over null draws, inside "se"
-    "bias_bound": pl.Float64,  # |estimate - its jackknife bias correction|, in the interval with "se"
+    "bias_bound": pl.Float64,  # max(jackknife's bias left, entropy correction's size), in the interval with "se"
     "replicates": pl.List(pl.Float64),  # the estimate without each jackknife group (NaN: no pairs there)
     "group_pairs": pl.List(pl.Int64),  # the pairs each group holds
 }
@@ -164,8 +164,9 @@ class Profile:
             "estimator": self.estimator,
             "interval": {
                 "method": "weighted delete-a-group jackknife over random groups of whole documents, Student t; "
-                          "the spread of the null draws' average added in quadrature; the half-width adds the "
-                          "jackknife's bias bound (bias_bound) in quadrature",
+                          "the spread of the null draws' average added in quadrature; the half-width adds a bias "
+                          "bound (bias_bound: the larger of the bias the jackknife sees left and the size of the "
+                          "entropy estimator's correction over the plug-in) in quadrature",
                 "confidence": self.confidence,
                 "noise_floor": "half-width of the interval: MI below it is indistinguishable from zero",
             },
@@ -375,7 +376,7 @@ def _rows(
     draws = [{m: est.stacked([draw[m, r] for r in offsets]) for m in nulls} for draw in sums]
     points, reps, draw_se = est.estimate_draws(estimator, real, draws)
     if interval:
-        bias = est.jackknife_bias(estimator, points, reps)
+        bias = est.bias_bound(estimator, points, reps, real, draws)
         se, lo, hi = est.intervals(points, reps, confidence, draw_se, bias)
     else:
         se = lo = hi = bias = np.full(len(offsets), np.nan)
