@@ -19,12 +19,15 @@ Tables:
    ``.py`` files (code) and generated arithmetic, at bytes and BPE-1k. The largest
    |difference| over offsets in units of the combined standard error, and the median ratio of
    the two orders' standard errors (sorted / shuffled).
-3. Coverage on chains with exact MI: ``reference_chain()`` and the slow
-   ``topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)``, independent samples of
-   0.5M, 1M and 2M tokens (``--tokens``) in documents of 4096: the share of (offset, sample)
-   cells whose 95% interval holds the exact MI, at r <= 16 and r > 16, at r <= 16 also
-   without the bias bound (the half-width with ``bias_bound`` taken out in quadrature), the
-   largest miss in half-widths, and at r = 1 the mean error and the mean bias bound.
+3. Coverage on chains with exact MI: ``reference_chain()``, the slow
+   ``topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)`` and four held-out chains
+   that were not used to choose the bias bound (``CHAINS``), independent samples of 0.5M, 1M
+   and 2M tokens (``--tokens``) in documents of 4096, the default profile: the share of
+   (offset, sample) cells whose 95% interval holds the exact MI at r <= 16 and r > 16; the same
+   with the jackknife's bias bound alone (the rule before the entropy correction's size joined
+   it, recorded in the same run) and with no bias bound (the half-width with ``bias_bound``
+   taken out in quadrature); the largest miss in half-widths; the median ratio of the
+   half-width to the jackknife-bound one; at r = 1 the mean error and the mean bias bound.
 4. The accuracy bar (|error| <= max(0.005, 2% of the exact MI)) on the reference chain at 1M and 2M tokens.
 5. The bias at short offsets against the corpus size: the default's mean error at r = 1, 2, 4, 8, 16
    on both chains from 0.25M to 2M tokens, its mean bias bound at r = 1, and at r = 1 the same
@@ -37,15 +40,18 @@ Run: ``python benchmarks/bench_order.py [--quick]`` (a few minutes on 2 cores).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from benchlib import format_table, machine_line
 
+from depstat.estimate import estimators as est
 from depstat.estimate.profile import log_offsets, mi_profile, profile
 from depstat.io.synth import arithmetic_problems, reference_chain, topic_chain
 from depstat.tokenize.stream import TokenStream
@@ -59,7 +65,14 @@ DESIGNS = {
 }
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "python-docs.jsonl.gz"
 DOC_LEN = 4096
-SLOW_CHAIN = "topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)"
+CHAINS = {  # topic_chain's arguments (vocab, topics, switch, concentration, seed); table 3's held-out
+    "reference": (512, 16, 0.1, 0.3, 6),  # chains were not used to choose the bias bound
+    "slow": (512, 16, 0.01, 0.05, 1),
+    "held-out a": (256, 8, 0.2, 1.0, 5),
+    "held-out b": (2048, 64, 0.02, 0.1, 7),
+    "held-out c": (512, 1, 0.0, 0.02, 2),
+    "held-out d": (128, 4, 0.05, 0.5, 9),
+}
 
 
 def two_domains(shuffled: bool, seed: int = 0) -> TokenStream:
@@ -121,29 +134,52 @@ def table_grouped(n_code: int) -> str:
     return format_table(["design", "granularity", "max |diff| bits", "max |diff| / SE", "SE ratio"], rows)
 
 
-def coverage(chain, label: str, n_tokens: int, samples: int, designs: list[str]) -> list[list[str]]:
+@contextlib.contextmanager
+def jackknife_bounds() -> Iterator[list[np.ndarray]]:
+    """Record the jackknife's part of every bias bound computed inside (``est.jackknife_bias``),
+    so that one run gives the coverage of both rules: the bound in use and the jackknife's alone."""
+    seen, bound = [], est.bias_bound
+
+    def recording(name, points, reps, real, draws):
+        seen.append(est.jackknife_bias(name, points, reps))
+        return bound(name, points, reps, real, draws)
+
+    est.bias_bound = recording
+    try:
+        yield seen
+    finally:
+        est.bias_bound = bound
+
+
+def coverage(chain, label: str, n_tokens: int, samples: int) -> list[str]:
+    """One row of table 3: the default profile's coverage, with the bias bound in use and with
+    the jackknife's bound alone, and the widths of the two."""
     offsets = log_offsets(2048, 22)
     truth = chain.exact_mi(offsets)
     short = offsets <= 16
-    rows = []
-    for name in designs:
-        inside, unbounded, miss, err1, bound1 = [], [], [], [], []
-        for s in range(samples):
-            stream = chain.sample(n_tokens // DOC_LEN, DOC_LEN, seed=1000 + s)
-            t = mi_profile(stream, offsets, seed=s, **DESIGNS[name])[0].sort("offset")
-            lo, hi, mi, bias = (t[c].to_numpy() for c in ("ci_low", "ci_high", "mi_bits", "bias_bound"))
-            inside.append((lo <= truth) & (truth <= hi))
-            sampling = np.sqrt(np.maximum((hi - mi) ** 2 - bias**2, 0.0))  # the half-width without the bias bound
-            unbounded.append(np.abs(mi - truth) <= sampling)
-            miss.append(np.abs(mi - truth) / (hi - mi))
-            err1.append(mi[0] - truth[0])
-            bound1.append(bias[0])
-        inside, unbounded, miss = np.array(inside), np.array(unbounded), np.array(miss)
-        rows.append([label, name, f"{n_tokens / 1e6:g}M", str(samples), f"{inside.mean():.3f}",
-                     f"{inside[:, short].mean():.3f}", f"{inside[:, ~short].mean():.3f}",
-                     f"{unbounded[:, short].mean():.3f}", f"{miss.max():.2f}", f"{np.mean(err1):+.4f}",
-                     f"{np.mean(bound1):.4f}"])
-    return rows
+    inside, inside_jk, unbounded, miss, widen, err1, bound1 = [], [], [], [], [], [], []
+    for s in range(samples):
+        stream = chain.sample(n_tokens // DOC_LEN, DOC_LEN, seed=1000 + s)
+        with jackknife_bounds() as seen:
+            t = mi_profile(stream, offsets, seed=s)[0]
+        order = np.argsort(t["offset"].to_numpy())
+        t, jk = t[order], np.asarray(seen[0])[order]
+        lo, hi, mi, bias = (t[c].to_numpy() for c in ("ci_low", "ci_high", "mi_bits", "bias_bound"))
+        err = np.abs(mi - truth)
+        sampling = np.sqrt(np.maximum((hi - mi) ** 2 - bias**2, 0.0))  # the half-width without a bias bound
+        inside.append((lo <= truth) & (truth <= hi))
+        inside_jk.append(err <= np.hypot(sampling, jk))
+        unbounded.append(err <= sampling)
+        miss.append(err / (hi - mi))
+        widen.append((hi - mi) / np.hypot(sampling, jk))
+        err1.append(mi[0] - truth[0])
+        bound1.append(bias[0])
+    inside, inside_jk, unbounded, miss, widen = map(np.array, (inside, inside_jk, unbounded, miss, widen))
+    return [label, f"{n_tokens / 1e6:g}M", str(samples), f"{inside[:, short].mean():.3f}",
+            f"{inside[:, ~short].mean():.3f}", f"{inside_jk[:, short].mean():.3f}",
+            f"{inside_jk[:, ~short].mean():.3f}", f"{unbounded[:, short].mean():.3f}", f"{miss.max():.2f}",
+            f"{np.median(widen[:, short]):.2f}", f"{np.median(widen[:, ~short]):.2f}", f"{np.mean(err1):+.4f}",
+            f"{np.mean(bound1):.4f}"]
 
 
 def accuracy(sizes: list[int], seeds: int) -> str:
@@ -175,7 +211,7 @@ def independent_pairs(chain, n_pairs: int, seed: int) -> TokenStream:
 
 def bias_against_size(sizes: list[int], samples: int) -> str:
     rows = []
-    chains = {"reference": reference_chain(), "slow": topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1)}
+    chains = {label: topic_chain(*CHAINS[label]) for label in ("reference", "slow")}
     for label, chain in chains.items():
         truth = chain.exact_mi(np.array(BIAS_OFFSETS))
         for n in sizes:
@@ -200,7 +236,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--tokens", default="500000,1000000,2000000", help="corpus sizes of the coverage table")
     args = parser.parse_args()
-    samples = 4 if args.quick else 10
+    samples, held_out = (4, 2) if args.quick else (10, 4)
     start = time.perf_counter()
     print(machine_line())
     print("\n1. Two domains, true MI 1 bit at every offset (min - max over offsets 1-512)\n")
@@ -210,13 +246,13 @@ def main() -> None:
     print(f"\n3. Coverage of the 95% intervals on chains with exact MI (documents of {DOC_LEN})\n")
     rows = []
     for n in (int(v) for v in args.tokens.split(",")):
-        rows += coverage(reference_chain(), "reference", n, samples, ["default", "1 draw"])
-        rows += coverage(topic_chain(512, 16, switch=0.01, concentration=0.05, seed=1), "slow", n, samples,
-                         ["default", "1 draw"])
-    print(format_table(["chain", "design", "tokens", "samples", "coverage", "r <= 16", "r > 16",
-                        "r <= 16 without bound", "worst miss (half-widths)", "error at r=1", "bias bound at r=1"],
-                       rows))
-    print(f"   slow chain: {SLOW_CHAIN}")
+        for label, chain in CHAINS.items():
+            rows.append(coverage(topic_chain(*chain), label, n, samples if label in ("reference", "slow") else held_out))
+    print(format_table(["chain", "tokens", "samples", "r <= 16", "r > 16", "jackknife bound: r <= 16", "r > 16",
+                        "no bound: r <= 16", "worst miss (half-widths)", "width / jackknife's: r <= 16", "r > 16",
+                        "error at r=1", "bias bound at r=1"], rows))
+    print("   chains: topic_chain(vocab, topics, switch, concentration, seed) with "
+          + ", ".join(f"{label} {args}" for label, args in CHAINS.items()))
     print("\n4. Accuracy bar on the reference chain\n")
     print(accuracy([1_000_000, 2_000_000], 2 if args.quick else 3))
     print("\n5. Bias at short offsets against the corpus size (mean error of the default, bits)\n")
