@@ -217,8 +217,9 @@ for label, t_small, t_big in (("plugin", plug_small, estimates["plugin"]),
 # The interval is a delete-one-block jackknife: the corpus is cut into 20 blocks of whole
 # documents, the estimate is recomputed with each block left out, and the spread of
 # those 20 values gives a standard error and a Student-t interval (95 % by default; the
-# spread of the null draws, `null_draw_se`, and a bound on the jackknife's own bias,
-# `bias_bound`, are added to it in quadrature).
+# spread of the null draws, `null_draw_se`, and a bound on the estimator's bias,
+# `bias_bound`, are added to it in quadrature; the bound is the larger of the bias the
+# jackknife sees left and the size of the Grassberger correction over the plug-in).
 # `noise_floor` is the interval's half-width: an MI below it cannot be told from zero
 # with this much data, and `significant` is false where the interval reaches zero.
 #
