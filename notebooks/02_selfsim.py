@@ -44,7 +44,7 @@ import polars as pl
 import depstat
 from depstat.io import synth
 from depstat.analysis.dependency import curve, fitted, kernel_width, local_slopes
-from depstat.analysis.selfsim import CELL_SE_MAX, MARGIN, distinct, self_similarity
+from depstat.analysis.selfsim import CELL_SE_MAX, CELL_SE_PRECISE, MARGIN, distinct, self_similarity
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "python-docs.jsonl.gz").is_file())
 CORPUS = ROOT / "examples" / "python-docs.jsonl.gz"
@@ -201,11 +201,17 @@ plt.show()
 #    document groups at every granularity), and drops cells whose slope is known to worse
 #    than ± 0.25 (`selfsim.CELL_SE_MAX`, a fixed rule);
 # 3. measures the disagreement **D**: the largest distance of one granularity's slope from
-#    the mean slope of its cell, with one-sided bounds from the replicates;
+#    the mean slope of its cell, each distance with its standard error from the replicates,
+#    once over every measured cell and once over the *precise* cells, those known to ± 0.076
+#    (`selfsim.CELL_SE_PRECISE`: t₀.₉₅ · se at most half the default margin);
 # 4. decides by an **equivalence test** against a margin (0.25 slope units by default):
 #    *not self-similar* when the model granularity's kernel has a length of its own, or
-#    when D's lower bound is above the margin; *self-similar* when D's upper bound is below
-#    it (and there is no such length); *inconclusive* otherwise.
+#    when some cell's distance is beyond the margin (its lower bound, Bonferroni-corrected
+#    over the cells, above it); *self-similar* when every precise cell's upper bound is
+#    below the margin, the model granularity among them (and there is no such length), over
+#    the byte range those cells span; *inconclusive* otherwise. A cell known only to ± 0.2
+#    can never show agreement within ± 0.25: that is why only precise cells may show
+#    self-similarity, while any cell may show the opposite.
 
 # %%
 results = {}
@@ -286,9 +292,10 @@ for corpus, ss in results.items():
 #   granularity, and bpe-8k's kernel comes out scale-free within the profiled range (its
 #   reason above): here too the slopes decide.
 #
-# Where it can be computed (the model granularity's profile above its floor positive
-# throughout), the reasons also report a direct **dilation check**: how much
-# log I(s r) − log I(r) varies over r, in slope units (constant for a power law). And they
+# Where it can be computed (two or more precise cells at the model granularity), the
+# reasons also report a direct **dilation check**: how much the model granularity's slope
+# changes from one cell to the next, that is how much log I(4r) − log I(r) varies over r,
+# in slope units (zero for a power law). It is reported, not part of the verdict. And they
 # say when the profile ends before the s × L_train tokens the extension needs: the verdict
 # then holds for the profiled range only.
 #
@@ -303,10 +310,14 @@ def restated(ss, width) -> tuple[float | None, str]:
     own_length = width.kind in ("characteristic", "local")
     if ss.effect_bounds is None:
         return d, "not self-similar" if own_length else "inconclusive"
-    low, high = ss.effect_bounds
+    low, _ = ss.effect_bounds
     if low > ss.margin or own_length:
         return d, "not self-similar"
-    return d, "self-similar" if high < ss.margin else "inconclusive"
+    precise = pl.DataFrame([vars(c) for c in ss.cells]).filter(pl.col("se") <= CELL_SE_PRECISE)
+    shared = precise.filter(pl.len().over("x_low") >= 2)  # scales two precise granularities share
+    with_model = MODEL in shared["granularity"].to_list()
+    upper = ss.precise_bounds[1] if ss.precise_bounds else None
+    return d, "self-similar" if upper is not None and upper < ss.margin and with_model else "inconclusive"
 
 
 analyses = {corpus: depstat.analyze(prof, head_dim=128, train_length=L_TRAIN, target_length=L_TARGET,
@@ -357,10 +368,10 @@ for corpus in profiles:
 # The margin next. It says how far two granularities may disagree at one scale and still
 # count as one shape; 0.25 slope units is depstat's default (`selfsim.MARGIN`), a choice,
 # not a measurement. D's bounds decide against it: a margin below the lower bound gives
-# *not self-similar*, one above the upper bound *self-similar* (unless the model
-# granularity's kernel has a length of its own). The cells do not depend on the margin
-# (they are chosen by the fixed `CELL_SE_MAX`), so the verdict moves one way as the margin
-# grows:
+# *not self-similar*, one above the precise cells' upper bound *self-similar* (unless the
+# model granularity's kernel has a length of its own). The cells do not depend on the margin
+# (they are chosen by the fixed `CELL_SE_MAX` and `CELL_SE_PRECISE`), so the verdict moves one
+# way as the margin grows:
 
 # %%
 rows = []
@@ -371,6 +382,7 @@ for m in (0.1, MARGIN, 0.5, 1.0, 3.0):
         rows.append({"margin": m, "corpus": corpus, "verdict": ss.verdict, "D": ss.effect,
                      "low": ss.effect_bounds[0] if ss.effect_bounds else None,
                      "high": ss.effect_bounds[1] if ss.effect_bounds else None,
+                     "precise high": ss.precise_bounds[1] if ss.precise_bounds else None,
                      "cells": len(ss.cells), "shared scales": shared})
 margin_table = pl.DataFrame(rows)
 margin_table

@@ -20,6 +20,7 @@ from depstat.analysis.dependency import (
     fits_of,
     fitted,
     kernel_width,
+    noisy_curve,
     power_width,
     preferred,
 )
@@ -34,7 +35,7 @@ from depstat.analysis.recommend import (
     yarn_betas,
 )
 from depstat.analysis.result import Settings, analyze, model_granularity
-from depstat.analysis.selfsim import MARGIN, dilation_test, self_similarity
+from depstat.analysis.selfsim import CELL_SE_PRECISE, MARGIN, dilation_test, self_similarity
 from depstat.cli import main
 from depstat.errors import DepstatError
 from depstat.estimate.profile import log_offsets, mi_profile
@@ -130,27 +131,16 @@ def test_few_character_markov_text_is_local_in_any_document_order(tmp_path: Path
 # ---------------------------------------------------------------- the verdict on profiles of known shape
 
 
-def _table(shapes: dict[str, tuple[float, callable]], rel_se: float = 0.01, seed: int = 0,
-           groups: int = 20) -> pl.DataFrame:
-    """A profile table whose granularity g has I_g(r) = f(r * bytes_per_token_g), noise of ``rel_se``
-    and jackknife replicates spread so that their standard error is that noise."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for name, (bpt, f) in shapes.items():
-        for r in GRID:
-            mi = f(r * bpt)
-            se = rel_se * mi + 1e-5
-            point = mi + rng.normal() * se
-            reps = point + rng.normal(size=groups) * se / math.sqrt(groups - 1)
-            rows.append({"granularity": name, "offset": int(r), "mi_bits": point, "se": se,
-                         "significant": point > 2 * se, "n_docs": 1000, "n_pairs": 10**6,
-                         "replicates": reps.tolist(), "group_pairs": [1000.0] * groups})
-    return pl.DataFrame(rows)
-
-
-def _verdict(shapes: dict, model: str, **kwargs: object) -> str:
-    table = _table(shapes, **kwargs)
-    fits = {n: fitted(curve(table, n, bpt)) for n, (bpt, _) in shapes.items()}
+def _verdict(shapes: dict[str, tuple[float, callable]], model: str, rel_se: float = 0.01, abs_se: float = 1e-5,
+             seed: int = 0, groups: int = 20, correlation: float = 0.0):
+    """The verdict on granularities g with I_g(r) = f(r * bytes_per_token_g), measured with error
+    rel_se * I + abs_se * bytes_per_token (noisy_curve's replicates)."""
+    curves = {}
+    for k, (name, (bpt, f)) in enumerate(shapes.items()):
+        mi = f(GRID * bpt)
+        curves[name] = noisy_curve(GRID, mi, rel_se * mi + abs_se * bpt, name, bpt, groups, correlation,
+                                   seed=1000 * seed + k)
+    fits = {n: fitted(c) for n, c in curves.items()}
     widths = {n: kernel_width(f) for n, f in fits.items()}
     return self_similarity({n: f.excess() for n, f in fits.items()}, model, widths[model], 8192, 4.0)
 
@@ -186,6 +176,52 @@ def test_noise_makes_the_verdict_inconclusive_not_wrong() -> None:
     shapes = {n: (b, lambda x: 0.5 * x**-0.7) for n, b in LADDER.items()}
     ss = _verdict(shapes, "bpe-8k", rel_se=0.4)
     assert ss.verdict == "inconclusive", ss.reasons
+
+
+def test_noisy_curve_has_the_standard_error_it_is_given() -> None:
+    mi = 0.5 * GRID**-0.7
+    draws = [noisy_curve(GRID, mi, 0.05 * mi, seed=s, correlation=0.8) for s in range(40)]
+    jk = np.median([c.se / (0.05 * mi) for c in draws], axis=0)
+    spread = np.std([c.mi for c in draws], axis=0) / (0.05 * mi)
+    assert np.all(np.abs(jk - 1) < 0.2) and np.all(np.abs(spread - 1) < 0.35)
+
+
+REALISTIC = {"bytes": 1.0, "bpe-1k": 2.9, "bpe-8k": 4.5, "words": 7.0}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_an_exact_power_law_with_realistic_noise_is_self_similar(seed: int) -> None:
+    """Errors correlated across offsets, an absolute part that dominates at long range, a floor at
+    every granularity: the cells past a few hundred bytes are imprecise, and only the precise
+    ones decide (with every cell up to +- 0.25 deciding, these seeds came out inconclusive)."""
+    shapes = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6 + 0.01 * b) for n, b in REALISTIC.items()}
+    ss = _verdict(shapes, "bpe-8k", rel_se=0.01, abs_se=0.0015, seed=seed, groups=32, correlation=0.8)
+    assert ss.verdict == "self-similar", ss.reasons
+    assert ss.precise_bounds[1] < MARGIN and ss.precise_range[0] < 30
+    assert any(c.se > CELL_SE_PRECISE for c in ss.cells)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bytes_steeper_at_short_range_with_realistic_noise_is_not_self_similar(seed: int) -> None:
+    def steep(x: np.ndarray) -> np.ndarray:
+        return np.where(x < 72, 0.6 * 72**-0.6 * (x / 72) ** -1.3, 0.6 * x**-0.6) + 0.01
+
+    shapes = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6 + 0.01 * b) for n, b in REALISTIC.items()}
+    shapes["bytes"] = (1.0, steep)
+    ss = _verdict(shapes, "bpe-8k", rel_se=0.01, abs_se=0.002, seed=seed, groups=32, correlation=0.8)
+    assert ss.verdict == "not self-similar", ss.reasons
+    assert ss.effect_bounds[0] > MARGIN
+
+
+def test_the_dilation_check_sees_a_slope_that_changes_with_scale() -> None:
+    """Reported beside the verdict: the model granularity's slope from one precise cell to the next."""
+    def broken(x: np.ndarray) -> np.ndarray:
+        return np.where(x < 300, 0.5 * x**-0.4, 0.5 * 300**-0.4 * (x / 300) ** -1.0)
+
+    kept = _verdict({n: (b, lambda x: 0.5 * x**-0.7) for n, b in LADDER.items()}, "bpe-8k")
+    bent = _verdict({n: (b, broken) for n, b in LADDER.items()}, "bpe-8k")
+    assert kept.dilation.spread < 0.1 and kept.dilation.n_cells >= 3
+    assert bent.dilation.spread == pytest.approx(0.6, abs=0.15) and bent.dilation.spread_se < 0.1
 
 
 # ---------------------------------------------------------------- end to end on generated corpora
