@@ -14,12 +14,19 @@ Run: python benchmarks/bench_analysis.py [--quick]
    arithmetic in source order against the same documents shuffled). Held-out natural text, added
    after the verdict's rules were fixed and never used to choose them: the Debian handbook in
    four languages (Debian's debian-handbook), the Linux kernel's documentation (linux-doc-6.1) and
-   Bierce's Devil's Dictionary (dict-devil), when installed. Each row says what was expected before the run and what came out.
+   Bierce's Devil's Dictionary (dict-devil), when installed; and, held out from the choice of
+   CELL_SE_PRECISE, Python 3.11's documentation sources (python3.11-doc) and the first 20 MB of
+   GCIDE (dict-gcide), and a mix of the English prose corpora (KJV books, fortunes, the English
+   handbook, the Linux and Python documentation, the Devil's Dictionary). Each row says what was
+   expected before the run and what came out.
+3. Calibration (printed between 1 and 2): the verdict on synthetic profiles of known shape
+   (``noisy_curve``), today's rule against one where every measured cell decides.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import gzip
 import json
 import random
@@ -34,9 +41,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+from bench_end_to_end import gcide_docs
 
 import depstat
-from depstat.analysis.dependency import curve, exact_curve, fitted, kernel_width
+from depstat.analysis import selfsim
+from depstat.analysis.dependency import curve, exact_curve, fitted, kernel_width, noisy_curve
 from depstat.analysis.result import analyze
 from depstat.estimate.profile import log_offsets, mi_profile
 from depstat.io.synth import (
@@ -56,6 +65,8 @@ HANDBOOK = Path("/usr/share/doc/debian-handbook/html")
 HANDBOOK_LANGUAGES = ("en-US", "de-DE", "fr-FR", "es-ES")
 DEVIL = Path("/usr/share/dictd/devil.dict.dz")
 LINUX_DOCS = Path("/usr/share/doc/linux-doc-6.1/Documentation")
+PYTHON_DOC_SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
+GCIDE_BYTES = 20_000_000
 GRANULARITIES = ["bytes", "bpe-1k", "bpe-8k", "words"]
 HEAD_DIM, L, TARGET = 128, 2048, 8192
 
@@ -101,6 +112,63 @@ def widths(quick: bool) -> None:
             a = analyze(depstat.profile(str(path), granularities=["bytes", "bpe-8k"], max_offset=2048),
                         head_dim=HEAD_DIM, train_length=L)
             print(f"{name:>10}: " + "; ".join(f"{g} {_w(w)}" for g, w in a.widths.items()))
+
+
+CALIBRATION_LADDER = {"bytes": 1.0, "bpe-1k": 2.9, "bpe-8k": 4.5, "words": 7.0}
+
+
+def _calibration_shape(kind: str, name: str, bpt: float, x: np.ndarray) -> np.ndarray:
+    """I(x) on the byte axis for each synthetic kind, with a floor of 0.01 bits a byte of token."""
+    a, floor = 0.6 * bpt**0.6, 0.01 * bpt
+    if kind == "exponential":
+        return np.exp(-(x - 1) / 60.0) + floor
+    if kind == "broken":  # every granularity alike: slope 0.4 below 72 bytes, 1.0 above
+        return np.where(x < 72, a * x**-0.4, a * 72**-0.4 * (x / 72) ** -1.0) * bpt**-0.2 + floor
+    if kind == "bytes steeper" and name == "bytes":  # slope 1.3 below 72 bytes, 0.6 above
+        return np.where(x < 72, a * 72**-0.6 * (x / 72) ** -1.3, a * x**-0.6) + floor
+    return a * x**-0.6 + floor
+
+
+def calibration(quick: bool) -> None:
+    """The verdict on synthetic profiles of known shape (noisy_curve's replicates), under today's
+    rule and with every measured cell on the equivalence side (the rule before CELL_SE_PRECISE),
+    and the median dilation spread at bpe-8k (today's rule)."""
+    seeds = 4 if quick else 12
+    offsets = log_offsets(2048)
+    kinds = {"power law": "self-similar", "bytes steeper": "not self-similar",
+             "exponential": "not self-similar", "broken": "not self-similar (a dilation changes it)"}
+    print(f"\n== calibration: the verdict on synthetic profiles, granularities {', '.join(CALIBRATION_LADDER)} "
+          f"(bytes/token {', '.join(f'{b:g}' for b in CALIBRATION_LADDER.values())}), {seeds} seeds each")
+    print("   kinds: power law A x^-0.6 + floor at every granularity; bytes steeper: bytes' slope 1.3 below 72 bytes;")
+    print("   exponential: exp(-x / 60 bytes); broken: slope 0.4 below 72 bytes and 1.0 above, alike at every")
+    print("   granularity. Error: rel * I + 0.002 bits * bytes/token, 32 groups, correlation 0.8 between offsets.")
+    print(f"\n{'kind':<14} {'rel':>5}  {'expected':<40} {'today (self / not / inconclusive)':>34}  "
+          f"{'every cell decides':>20}  {'dilation spread':>16}")
+    for kind, expected in kinds.items():
+        for rel in (0.01, 0.03, 0.1):
+            counts = {"today": collections.Counter(), "every cell": collections.Counter()}
+            spreads = []
+            for seed in range(seeds):
+                fits = {}
+                for k, (name, bpt) in enumerate(CALIBRATION_LADDER.items()):
+                    mi = _calibration_shape(kind, name, bpt, offsets * bpt)
+                    c = noisy_curve(offsets, mi, rel * mi + 0.002 * bpt, name, bpt, 32, 0.8, seed=100 * seed + k)
+                    fits[name] = fitted(c)
+                above = {n: f.excess() for n, f in fits.items()}
+                width = kernel_width(fits["bpe-8k"])
+                today = selfsim.self_similarity(above, "bpe-8k", width, TARGET, TARGET / L)
+                counts["today"][today.verdict] += 1
+                spreads.append(today.dilation.spread if today.dilation is not None else np.nan)
+                precise, selfsim.CELL_SE_PRECISE = selfsim.CELL_SE_PRECISE, selfsim.CELL_SE_MAX
+                try:
+                    v = selfsim.self_similarity(above, "bpe-8k", width, TARGET, TARGET / L).verdict
+                finally:
+                    selfsim.CELL_SE_PRECISE = precise
+                counts["every cell"][v] += 1
+            cols = [" / ".join(str(c[v]) for v in ("self-similar", "not self-similar", "inconclusive"))
+                    for c in counts.values()]
+            spread = f"{np.nanmedian(spreads):.2f}" if np.isfinite(spreads).any() else "-"
+            print(f"{kind:<14} {rel:>5.2f}  {expected:<40} {cols[0]:>34}  {cols[1]:>20}  {spread:>16}")
 
 
 def _bible(tmp: Path) -> dict[str, Path]:
@@ -185,21 +253,46 @@ def _devil(tmp: Path) -> Path | None:
     return write_jsonl(tmp / "devil.jsonl", ["\n\n".join(v) for _, v in sorted(letters.items())])
 
 
+def _rst_prose(text: str) -> str:
+    """reStructuredText as prose: without its indented literal blocks, directives and rules."""
+    return "\n".join(x for x in text.splitlines() if x.strip() and not x.startswith((" ", "\t", ".."))
+                     and not re.fullmatch(r"[=\-~^*#+`:]{3,}", x.strip()))
+
+
 def _linux_docs(tmp: Path) -> Path | None:
     """The Linux kernel's English documentation (Debian's linux-doc-6.1), one file a document, as
-    prose: reStructuredText without its indented literal blocks, directives and rules. Held out."""
+    prose. Held out."""
     if not LINUX_DOCS.is_dir():
         return None
     texts = []
     for path in sorted(LINUX_DOCS.rglob("*.rst.gz")):
         if "translations" in path.parts:
             continue
-        lines = gzip.open(path, "rt", encoding="utf-8", errors="replace").read().splitlines()
-        text = "\n".join(x for x in lines if x.strip() and not x.startswith((" ", "\t", ".."))
-                         and not re.fullmatch(r"[=\-~^*#+`:]{3,}", x.strip()))
+        text = _rst_prose(gzip.open(path, "rt", encoding="utf-8", errors="replace").read())
         if len(text) > 500:
             texts.append(text)
     return write_jsonl(tmp / "linux-doc.jsonl", texts)
+
+
+def _python_docs_sources(tmp: Path) -> Path | None:
+    """Python 3.11's documentation (Debian's python3.11-doc), one source file a document, as prose.
+    Held out: added after CELL_SE_PRECISE was chosen, with its prediction."""
+    if not PYTHON_DOC_SOURCES.is_dir():
+        return None
+    texts = [t for p in sorted(PYTHON_DOC_SOURCES.rglob("*.rst.txt"))
+             if len(t := _rst_prose(p.read_text(encoding="utf-8", errors="replace"))) > 500]
+    return write_jsonl(tmp / "python-doc-sources.jsonl", texts)
+
+
+def _gcide(tmp: Path) -> Path | None:
+    """GCIDE (Debian's dict-gcide) in documents of about 64 KB, its first GCIDE_BYTES. Held out, as above."""
+    texts, size = [], 0
+    for _, text in gcide_docs():
+        texts.append(text)
+        size += len(text)
+        if size >= GCIDE_BYTES:
+            break
+    return write_jsonl(tmp / "gcide.jsonl", texts) if texts else None
 
 
 def _grouped(tmp: Path, docs: Path, code: list[Path], arith: Path) -> tuple[Path, Path]:
@@ -243,8 +336,21 @@ def corpora(tmp: Path, quick: bool) -> list[tuple[str, Path | str, str]]:
             out.append((f"Debian handbook, {lang} (held-out text)", path, "scale-free; self-similar or inconclusive"))
     if (path := _linux_docs(tmp)) is not None:
         out.append(("Linux kernel documentation, 11 MB (held-out text)", path, "scale-free; not self-similar (predicted from the 1 MB corpora)"))
+    if (path := _python_docs_sources(tmp)) is not None:
+        out.append(("Python 3.11 documentation sources, 12 MB (held-out text)", path,
+                    "not self-similar: bytes steeper below ~72 bytes, as on the bundled docs (predicted)"))
+    if (path := _gcide(tmp)) is not None:
+        out.append(("GCIDE dictionary, first 20 MB (held-out text)", path,
+                    "not self-similar or inconclusive; if decided, by bytes at the shortest scale (predicted)"))
     if (path := _devil(tmp)) is not None:
         out.append(("Devil's Dictionary, by letter (held-out text)", path, "scale-free; self-similar or inconclusive"))
+    english = ("KJV Bible, 66", "Linux kernel", "Python 3.11", "Debian handbook, en-US", "fortunes", "Devil's")
+    mixed = [path for name, path, _ in out if name.startswith(english)]
+    if len(mixed) >= 2:  # a pretraining-style mix of the English prose here (GCIDE, a dictionary, left out)
+        mix = tmp / "english-mix.jsonl"
+        mix.write_text("".join(Path(p).read_text(encoding="utf-8") for p in mixed), encoding="utf-8")
+        out.append((f"English mix of {len(mixed)} corpora above, in source order (held-out text)", mix,
+                    "inconclusive, precise D about 0.2-0.3 (predicted)"))
     out.append(("stdlib, 150 modules (code)", code, "no known answer"))
     out.append((f"arithmetic, {n} documents (synth)", arith, "not self-similar"))
     out.append((f"markov text, {n} documents (synth)", markov, "characteristic; not self-similar"))
@@ -271,8 +377,16 @@ def verdicts(quick: bool) -> None:
                       if ss.effect is not None else "-")
             print(f"\n{name} ({time.perf_counter() - t0:.0f} s)")
             print(f"  expected: {expected}")
-            print(f"  verdict:  {ss.verdict}; slope disagreement D = {effect} (margin {ss.margin:g})")
+            precise = (f"{ss.precise_effect:.2f} [{max(ss.precise_bounds[0], 0):.2f}, {ss.precise_bounds[1]:.2f}] "
+                       f"over {ss.precise_range[0]:.0f}-{ss.precise_range[1]:.0f} bytes"
+                       if ss.precise_effect is not None else "none")
+            print(f"  verdict:  {ss.verdict}; slope disagreement D = {effect}; precise cells: {precise} "
+                  f"(margin {ss.margin:g})")
             print(f"  reason:   {ss.reasons[0]}")
+            dil = ss.dilation
+            print(f"  dilation: {dil.spread:.2f} ± {dil.spread_se:.2f} over r = {dil.r_low:.0f}-{dil.r_high:.0f} "
+                  f"{a.granularity} tokens ({dil.n_cells} precise cells)" if dil is not None
+                  else "  dilation: fewer than two precise cells at the model granularity")
             for g, w in a.widths.items():
                 print(f"  {g:>8}: {p.granularities[g]['bytes_per_token']:.2f} bytes/token, {_w(w)}, floor "
                       f"{w.floor if w.floor is not None else float('nan'):.4f} bits")
@@ -288,6 +402,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer block sizes and smaller corpora")
     args = parser.parse_args()
     widths(args.quick)
+    calibration(args.quick)
     verdicts(args.quick)
 
 
