@@ -25,10 +25,10 @@ inform it:
 - ``inconclusive`` otherwise, with the reason.
 
 A cell whose slope is known to ± se can show equivalence only if t se < margin; near the margin
-it never can, and a maximum over cells takes its noise. ``CELL_SE_PRECISE`` (t se at most half
-the default margin at 95 %) keeps the cells that can: with every cell up to ± 0.25 on that side,
-a power law at every granularity with 1 % error came out self-similar in 3 of 12 seeds
-(``benchmarks/bench_analysis.py``, the calibration table).
+it never can, and a maximum over cells takes its noise. ``CELL_SE_PRECISE`` (z se at most half
+the default margin, z at 95 %) keeps the cells that can: a power law with a floor at every
+granularity, 1 % error, came out self-similar in 5 of 12 seeds, and in none with every cell up
+to ± 0.25 on that side (``benchmarks/bench_analysis.py``, the calibration table).
 
 A length fixed in bytes passes the cross-granularity comparison when the tokenizations are
 close (a 2-byte BPE barely smooths a 20-byte kernel), which is why the kernel's kind decides
