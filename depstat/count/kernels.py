@@ -669,17 +669,29 @@ def _largest_partition(region: np.ndarray, fill_end: np.ndarray) -> int:
     return largest
 
 
+class SumScratch(NamedTuple):
+    """A worker's scratch arrays in ``partition_sums``: each partner's cell total (and jackknife
+    note), the cells a token hit and touched, the partition's pairs sorted by first token with
+    each pair's block, and the counting sort's starts and places."""
+
+    cell: np.ndarray
+    hit: np.ndarray
+    touched: np.ndarray
+    srt: np.ndarray
+    blk: np.ndarray
+    starts: np.ndarray
+    pos: np.ndarray
+
+
 @kernel()
-def _partition_sums(
-    xloc, ys, region, fill_end, w, q, tables, jackknife, cell, hit, touched, srt, blk, starts, pos,
-    sums, jk,
-):
+def _partition_sums(xloc, ys, region, fill_end, w, q, tables, jackknife, scratch, sums, jk):
     """Add partition q's joint sums for every partner process to ``sums[s]``, its delete-one-block changes to ``jk[s]``.
 
-    The partition holds w tokens; the other arrays are the worker's scratch. A partition of
+    The partition holds w tokens; ``scratch`` is the worker's (``SumScratch``). A partition of
     one token is read in place, block by block; a wider one is first sorted by token with
     a counting sort that keeps block order and notes each pair's block in ``blk``.
     """
+    cell, hit, touched, srt, blk, starts, pos = scratch
     n_slots = ys.shape[0]
     if w == 1:
         for s in range(n_slots):
@@ -752,13 +764,15 @@ def partition_sums(
     joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
     joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
     for worker in nb.prange(n_workers):
-        cell = np.zeros(vocab + 1, dtype=np.int64)  # + the sentinel's; see CELL_TOTAL
-        hit = np.empty(vocab + 1, dtype=ys.dtype)
-        touched = np.empty(vocab + 1, dtype=ys.dtype)  # lists of partner tokens, in their own dtype
-        srt = np.empty((n_slots, largest), dtype=ys.dtype)
-        blk = np.empty(largest, dtype=np.uint16)  # the block of each sorted pair
-        starts = np.empty(XLOC_MASK + 2, dtype=np.int64)  # token x's pairs are srt[:, starts[x]:starts[x + 1]]
-        pos = np.empty(XLOC_MASK + 2, dtype=np.int64)
+        scratch = SumScratch(
+            np.zeros(vocab + 1, dtype=np.int64),  # + the sentinel's; see CELL_TOTAL
+            np.empty(vocab + 1, dtype=ys.dtype),
+            np.empty(vocab + 1, dtype=ys.dtype),  # lists of partner tokens, in their own dtype
+            np.empty((n_slots, largest), dtype=ys.dtype),
+            np.empty(largest, dtype=np.uint16),  # the block of each sorted pair
+            np.empty(XLOC_MASK + 2, dtype=np.int64),  # token x's pairs are srt[:, starts[x]:starts[x + 1]]
+            np.empty(XLOC_MASK + 2, dtype=np.int64),
+        )
         for c in workers[worker]:
             if c < 0:
                 break
@@ -767,10 +781,7 @@ def partition_sums(
             for q in chunks[c]:
                 if q < 0:
                     break
-                _partition_sums(
-                    xloc, ys, region, fill_end, widths[q], q, tables, jackknife, cell, hit, touched,
-                    srt, blk, starts, pos, sums, jk,
-                )
+                _partition_sums(xloc, ys, region, fill_end, widths[q], q, tables, jackknife, scratch, sums, jk)
             joint_c[c] = sums
             joint_jk_c[c] = jk
     return _chunk_totals(joint_c, joint_jk_c)
