@@ -274,15 +274,18 @@ EMIT_RUN = 4096  # positions per run of emit_pairs: where the first slot's pairs
 
 
 @kernel(inline="always")
-def _emit_lead(tok, code, q, stop, off, fill, where, keep, xloc, first_row, ys, second_row, life, life_of, dend,
-               spill):
-    """The first slot's pairs of positions q .. stop - 1; with ``keep``, ``where[i - q]`` keeps each pair's place.
+def _emit_lead(src, out, g, q, stop, off, fill, where, keep, dend, spill):
+    """The first slot's pairs of positions q .. stop - 1 (block g's, into ``out``, an ``Emitted``);
+    with ``keep``, ``where[i - q]`` keeps each pair's place.
 
     Positions whose first token is in partition ``spill`` (another group's) are skipped,
     with ``where`` -1. With a ``life`` buffer, each pair also gets ``life_of[d]`` for its position's distance d
-    to the document end ``dend`` (capped at the table's end). An empty ``first_row`` or ``second_row``
+    to the document end ``dend`` (capped at the table's end). An empty first or second marginal
     counts no such marginal.
     """
+    tok, code = src.tok, src.code
+    xloc, ys, life, life_of = out.xloc, out.ys[0], out.life, out.life_of
+    first_row, second_row = out.first[0, g], out.second[0, g]
     cap = life_of.shape[0] - 1
     count_first = first_row.shape[0] > 0
     count_second = second_row.shape[0] > 0
@@ -452,9 +455,9 @@ def emit_block(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: in
     """``emit_pairs`` for block g alone, on the calling thread: for a caller that must not
     start Numba's threads (a Dask task: the workqueue threading layer aborts when two
     threads of a worker run parallel kernels at once)."""
-    tok, code, doc_ends, block_starts, region = src
+    tok, doc_ends, block_starts, region = src.tok, src.doc_ends, src.block_starts, src.region
     slot_r, modes, seeds, shift = slots
-    xloc, ys, fill_end, first, second, life_of, life = out
+    ys, fill_end, first, second = out.ys, out.fill_end, out.first, out.second
     n = tok.shape[0]
     n_slots = modes.shape[0]
     fill = region[:, g].copy()
@@ -484,8 +487,7 @@ def emit_block(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: in
                     stop = min(stop, run_stop)
                 else:
                     stop = min(stop, last)
-            _emit_lead(tok, code, q, stop, off[0], fill, where, n_slots > 1, xloc, first[0, g], ys[0],
-                       second[0, g], life, life_of, doc_ends[d], spill)
+            _emit_lead(src, out, g, q, stop, off[0], fill, where, n_slots > 1, doc_ends[d], spill)
             for s in range(1, n_slots):
                 if keep[s]:
                     _emit_follow(tok, q, stop, off[s], where, ys[s], second[s, g])
