@@ -107,9 +107,9 @@ def noisy_curve(
         z[:, i] = correlation * z[:, i - 1] + math.sqrt(1 - correlation**2) * rng.standard_normal(groups)
     per_group = mi + math.sqrt(groups) * np.asarray(se, float) * z
     point = per_group.mean(axis=0)
-    reps = (groups * point - per_group) / (groups - 1)
-    jk_se = np.sqrt((groups - 1) / groups * ((reps - reps.mean(axis=0)) ** 2).sum(axis=0))
-    return Curve(name, offsets, point, jk_se, point > 2 * jk_se, reps.T.copy(), np.ones(groups), bytes_per_token)
+    reps = ((groups * point - per_group) / (groups - 1)).T  # offsets x groups
+    jk_se = est.jackknife_se(est.Replicates(point, reps, np.ones_like(reps)))
+    return Curve(name, offsets, point, jk_se, point > 2 * jk_se, reps.copy(), np.ones(groups), bytes_per_token)
 
 
 def replicate_interval(
