@@ -1,7 +1,8 @@
-"""Synthetic generators with a known dependency scale: latent blocks, arithmetic, Markov text."""
+"""Synthetic generators with a known dependency scale: latent blocks, arithmetic, Markov text, tree text."""
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 from pathlib import Path
@@ -14,12 +15,16 @@ from depstat.estimate.profile import mi_profile
 from depstat.io.synth import (
     MODULUS,
     TEXT_ALPHABET,
+    TREE_ALPHABET,
+    TREE_WINDOW_LEVELS,
     arithmetic_jsonl,
     arithmetic_problems,
     block_exact_mi,
     block_sequences,
     markov_text,
     text_chain,
+    tree_exact_mi,
+    tree_text,
     write_jsonl,
 )
 from depstat.tokenize.stream import TokenStream
@@ -151,3 +156,63 @@ def test_jsonl_round_trip(tmp_path: Path) -> None:
     path = arithmetic_jsonl(tmp_path / "a.jsonl", 3, seed=4, doc_chars=500)
     records = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
     assert [r["text"] for r in records] == arithmetic_problems(3, seed=4, doc_chars=500)
+
+
+def test_tree_text_uses_its_alphabet_length_and_seed() -> None:
+    docs = tree_text(3, depth=8, seed=2)
+    assert [len(d) for d in docs] == [256] * 3
+    assert set("".join(docs)) <= set(TREE_ALPHABET)
+    assert docs == tree_text(3, depth=8, seed=2) and docs != tree_text(3, depth=8, seed=3)
+    for bad in ({"depth": 0}, {"keep": 1.5}, {"favourite": 1.0}):
+        with pytest.raises(DepstatError):
+            tree_text(1, **bad)
+    for offsets, keep in (([0], 0.9), ([4096], 0.9), ([1], 1.5)):
+        with pytest.raises(DepstatError):
+            tree_exact_mi(np.array(offsets), keep=keep)
+
+
+def _tree_mi_by_enumeration(d: int, depth: int, keep: float) -> float:
+    """The MI of characters d apart, every window start and position enumerated, from the joint
+    distribution built level by level: the symbol of every node as a distribution over its
+    ancestor's (a second way to the answer)."""
+    size, n, leaves = len(TREE_ALPHABET), 1 << depth, 1 << (depth + TREE_WINDOW_LEVELS)
+    step = keep * np.eye(size) + (1 - keep) / size  # one level down
+    down = {0: np.eye(size)}  # down[h]: P(symbol at a node h levels below | its ancestor's)
+    for h in range(1, depth + TREE_WINDOW_LEVELS + 1):
+        down[h] = down[h - 1] @ step
+    heights = collections.Counter(((s + p) ^ (s + p + d)).bit_length()
+                                  for s in range(leaves - n + 1) for p in range(n - d))
+    joint = sum(k * down[h].T @ np.diag(np.full(size, 1 / size)) @ down[h] for h, k in heights.items())
+    joint /= joint.sum()
+    indep = np.outer(joint.sum(1), joint.sum(0))
+    return float(np.sum(joint * np.log2(joint / indep)))
+
+
+@pytest.mark.parametrize("d", [1, 3, 8, 50])
+def test_tree_exact_mi_matches_the_joint_built_level_by_level(d: int) -> None:
+    assert tree_exact_mi(np.array([d]), depth=7, keep=0.8)[0] == pytest.approx(
+        _tree_mi_by_enumeration(d, 7, 0.8), rel=1e-9)
+
+
+def test_tree_exact_mi_is_a_power_law_by_construction() -> None:
+    offsets = np.unique(np.geomspace(4, 1024, 25).astype(int))
+    mi = tree_exact_mi(offsets)
+    slopes = -np.diff(np.log(mi)) / np.diff(np.log(offsets))
+    quarters = [slopes[i : i + 6].mean() for i in range(0, len(slopes) - 5, 6)]
+    assert 0.35 < min(quarters) and max(quarters) < 0.6 and max(quarters) - min(quarters) < 0.12
+
+
+def test_tree_text_byte_profile_is_its_exact_mi_and_the_favourite_adds_a_floor() -> None:
+    offsets = [1, 4, 16, 64, 256, 1024]
+    profiles = []
+    for favourite in (0.0, 0.3):
+        docs = tree_text(150, favourite=favourite, seed=4)
+        tokens = np.frombuffer("".join(docs).encode("ascii"), dtype=np.uint8)
+        stream = TokenStream("bytes", tokens, np.full(150, 4096), vocab_size=256)
+        table, _ = mi_profile(stream, offsets)
+        profiles.append(table)
+    mi, low, high = (profiles[0][c].to_numpy() for c in ("mi_bits", "ci_low", "ci_high"))
+    exact = tree_exact_mi(np.array(offsets))
+    assert np.all((low - 0.005 <= exact) & (exact <= high + 0.005)), (mi, exact)
+    # a document-wide favourite symbol: every pair of a document shares it, far pairs too
+    assert profiles[1]["mi_bits"].to_numpy()[-1] > mi[-1] + 0.05

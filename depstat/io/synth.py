@@ -15,6 +15,10 @@ The other generators give corpora whose dependency scale is known by constructio
   dependencies whose scale is fixed in characters (not self-similar).
 - ``markov_text``: text from a character-level Markov chain, whose MI decays
   exponentially; at byte granularity its profile is the chain's ``exact_mi``.
+- ``tree_text``: text from a hierarchical grammar (Lin & Tegmark's recursive model): each
+  character's two children copy it or redraw it, so the MI of two characters decays with
+  the depth of their common ancestor, a power law in their distance by construction
+  (``tree_exact_mi``); a document-wide favourite character adds a floor.
 - ``window_task``: a stream of noisy latent blocks of length B with, at each position, the
   most frequent token of the last B as the target (paper A's frequency-law task: retrieval
   over a window whose width is set by B).
@@ -367,6 +371,66 @@ def markov_text(
     stream = chain.sample(n_docs, doc_len, seed)
     chars = np.array(list(TEXT_ALPHABET))[stream.tokens].reshape(n_docs, doc_len)
     return ["".join(row) for row in chars]
+
+
+# Hierarchical (tree) text: MI that decays as a power law in the distance.
+
+TREE_ALPHABET = "etaoinshrdlucmf "  # 16 symbols, the space among them: words exist
+TREE_WINDOW_LEVELS = 2  # a document is a window of a tree this many levels deeper than it needs
+
+
+def tree_text(
+    n_docs: int, depth: int = 12, keep: float = 0.9, favourite: float = 0.0, seed: int = 0,
+) -> list[str]:
+    """Documents of 2**depth characters of ``TREE_ALPHABET`` from a binary tree: the root is
+    uniform and each node's two children keep its symbol with probability ``keep``, or else
+    draw a uniform one. Two characters whose lowest common ancestor lies h levels up share
+    the symbol through a channel of 2h such steps, so their MI falls with h, and so as a power
+    law in their distance d ~ 2**h: scale-free by construction, at every tokenization. Far out
+    (where the MI is small) its exponent tends to -4 log2(keep); at the default keep of 0.9 the
+    exact profile's local slope is about 0.4-0.5 (``tree_exact_mi``). Each document is a window
+    at a random place in a tree TREE_WINDOW_LEVELS levels deeper, so that no pair of it has to
+    meet at the top of the tree (which would give far pairs a plateau of MI, not a power law).
+    With ``favourite`` > 0 each character is, with that probability, replaced by the
+    document's favourite symbol (uniform per document): a floor of MI shared by every pair of a
+    document."""
+    if depth < 1 or not 0.0 <= keep <= 1.0 or not 0.0 <= favourite < 1.0:
+        raise DepstatError(f"tree_text needs depth >= 1, 0 <= keep <= 1 and 0 <= favourite < 1; got {depth}, "
+                           f"{keep}, {favourite}")
+    rng = np.random.default_rng(seed)
+    size, n = len(TREE_ALPHABET), 1 << depth
+    level = rng.integers(size, size=(n_docs, 1))
+    for _ in range(depth + TREE_WINDOW_LEVELS):
+        level = np.repeat(level, 2, axis=1)
+        level = np.where(rng.random(level.shape) < keep, level, rng.integers(size, size=level.shape))
+    start = rng.integers(level.shape[1] - n + 1, size=n_docs)
+    level = level[np.arange(n_docs)[:, None], start[:, None] + np.arange(n)]
+    if favourite > 0:
+        chosen = rng.integers(size, size=(n_docs, 1))
+        level = np.where(rng.random(level.shape) < favourite, chosen, level)
+    chars = np.array(list(TREE_ALPHABET))[level]
+    return ["".join(row) for row in chars]
+
+
+def tree_exact_mi(offsets: np.ndarray, depth: int = 12, keep: float = 0.9) -> np.ndarray:
+    """Exact MI (bits) of ``tree_text`` characters (``favourite`` 0) at each offset, over the
+    pairs inside a document: pooled over positions and window starts, the pair's joint is a
+    symmetric channel whose keep-probability is the mean of keep**(2h) over the pairs'
+    common-ancestor heights h."""
+    offsets = np.asarray(offsets, dtype=np.int64)
+    size, n = len(TREE_ALPHABET), 1 << depth
+    starts = (1 << (depth + TREE_WINDOW_LEVELS)) - n + 1  # a window starts at 0 .. starts - 1
+    if offsets.size and (offsets.min() < 1 or offsets.max() >= n) or not 0.0 <= keep <= 1.0:
+        raise DepstatError(f"tree_exact_mi needs offsets in 1..{n - 1} and 0 <= keep <= 1")
+    out = np.empty(len(offsets))
+    for i, d in enumerate(offsets):
+        q = np.arange(starts + n - d - 1)  # a pair's first leaf in the tree: window start + position
+        ways = np.minimum(q, starts - 1) - np.maximum(q - (n - d - 1), 0) + 1  # (start, position) pairs giving q
+        height = np.frexp((q ^ (q + d)).astype(float))[1]  # levels up to the common ancestor
+        mu = float(np.sum(ways * keep ** (2.0 * height)) / np.sum(ways))
+        same, other = mu + (1 - mu) / size, (1 - mu) / size
+        out[i] = np.log2(size) + same * np.log2(same) + (size - 1) * (other * np.log2(other) if other > 0 else 0.0)
+    return out
 
 
 def write_jsonl(path: str | Path, texts: list[str]) -> Path:
