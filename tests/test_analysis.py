@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,14 @@ from depstat.analysis.recommend import (
     yarn_betas,
 )
 from depstat.analysis.result import Settings, analyze, model_granularity
-from depstat.analysis.selfsim import CELL_SE_PRECISE, MARGIN, dilation_test, self_similarity
+from depstat.analysis.selfsim import (
+    CELL_SE_MAX,
+    CELL_SE_PRECISE,
+    MARGIN,
+    _cells,
+    dilation_test,
+    self_similarity,
+)
 from depstat.cli import main
 from depstat.errors import DepstatError
 from depstat.estimate.profile import log_offsets, mi_profile
@@ -47,6 +55,8 @@ from depstat.io.synth import (
     reference_chain,
     text_chain,
     topic_chain,
+    tree_exact_mi,
+    tree_text,
     write_jsonl,
 )
 
@@ -132,14 +142,20 @@ def test_few_character_markov_text_is_local_in_any_document_order(tmp_path: Path
 
 
 def _verdict(shapes: dict[str, tuple[float, callable]], model: str, rel_se: float = 0.01, abs_se: float = 1e-5,
-             seed: int = 0, groups: int = 20, correlation: float = 0.0):
+             seed: int = 0, groups: int = 20, correlation: float = 0.0, biased: dict | None = None):
     """The verdict on granularities g with I_g(r) = f(r * bytes_per_token_g), measured with error
-    rel_se * I + abs_se * bytes_per_token (noisy_curve's replicates)."""
+    rel_se * I + abs_se * bytes_per_token (noisy_curve's replicates). ``biased[g] = (h, share)``:
+    g's estimates carry a systematic error, I_g(r) h(x) instead of I_g(r), which the replicates do
+    not see, and its bias bound is ``share`` times that error."""
     curves = {}
     for k, (name, (bpt, f)) in enumerate(shapes.items()):
         mi = f(GRID * bpt)
-        curves[name] = noisy_curve(GRID, mi, rel_se * mi + abs_se * bpt, name, bpt, groups, correlation,
+        error, share = (biased or {}).get(name, (lambda x: 1.0, 0.0))
+        measured = mi * error(GRID * bpt)
+        curves[name] = noisy_curve(GRID, measured, rel_se * mi + abs_se * bpt, name, bpt, groups, correlation,
                                    seed=1000 * seed + k)
+        if share:
+            curves[name] = replace(curves[name], bias=share * np.abs(measured - mi))
     fits = {n: fitted(c) for n, c in curves.items()}
     widths = {n: kernel_width(f) for n, f in fits.items()}
     return self_similarity({n: f.excess() for n, f in fits.items()}, model, widths[model], 8192, 4.0)
@@ -213,6 +229,48 @@ def test_bytes_steeper_at_short_range_with_realistic_noise_is_not_self_similar(s
     assert ss.effect_bounds[0] > MARGIN
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_slope_within_its_bias_bound_does_not_decide_the_verdict(seed: int) -> None:
+    """Words' estimates flattened by a systematic error that the replicates cannot see. With a
+    bias bound that covers it, a moderate error (slope 0.3 where the source has 0.6) leaves
+    words' cells measured but not precise, and a strong one (0.1) leaves them out, counted in
+    the reasons; either way the verdict is self-similar. With no bound, or one a twentieth of
+    the error, the strong error decides: not self-similar."""
+    shapes = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6) for n, b in REALISTIC.items()}
+    run = dict(seed=seed, groups=32, correlation=0.8)
+
+    def error(p: float) -> callable:
+        return lambda x: (x / 16.0) ** p
+
+    moderate = _verdict(shapes, "bpe-8k", **run, biased={"words": (error(0.3), 1.0)})
+    words = [c for c in moderate.cells if c.granularity == "words"]
+    assert moderate.verdict == "self-similar", moderate.reasons
+    assert words and all(CELL_SE_PRECISE < c.se <= CELL_SE_MAX and c.bias > 0.1 for c in words)
+    strong = _verdict(shapes, "bpe-8k", **run, biased={"words": (error(0.5), 1.0)})
+    assert strong.verdict == "self-similar", strong.reasons
+    assert not any(c.granularity == "words" for c in strong.cells)
+    assert any("slope cells known to worse than" in r for r in strong.reasons)
+    for share in (0.0, 0.05):
+        assert _verdict(shapes, "bpe-8k", **run, biased={"words": (error(0.5), share)}).verdict == "not self-similar"
+
+
+def test_a_slope_cell_takes_the_bias_bound_as_a_shift_of_every_point() -> None:
+    """The bias term of a cell: how far its slope moves when all its points move by their bound,
+    up or down, against the slope recomputed by hand; none without a bound."""
+    mi = 0.5 * GRID**-0.6
+    bias = 0.3 * mi * (GRID / GRID.max()) ** 0.3
+    c = replace(noisy_curve(GRID, mi, 1e-6 * mi, "g", 1.0, 8, 0.0), bias=bias)
+    found, edges = _cells([c, replace(c, bias=None), replace(c, name="wiped", bias=1.1 * mi)], 4.0, 1024.0)
+    assert found and all(f[7] == 0 for f in found if f[0].bias is None)
+    wiped = [f for f in found if f[0].name == "wiped"]
+    assert wiped and all(f[7] == np.inf for f in wiped)  # I - bias below zero: no slope
+    for f in (f for f in found if f[0].name == "g" and f[0].bias is not None):
+        inside = (GRID >= edges[f[1]]) & (GRID < edges[f[1] + 1])
+        x = np.log(GRID[inside])
+        moved = [-np.polyfit(x, np.log(c.mi[inside] + sign * bias[inside]), 1)[0] for sign in (1, -1)]
+        assert f[7] == pytest.approx(max(abs(m - f[4]) for m in moved), rel=1e-9) and f[7] > 0.01
+
+
 def test_the_dilation_check_sees_a_slope_that_changes_with_scale() -> None:
     """Reported beside the verdict: the model granularity's slope from one precise cell to the next."""
     def broken(x: np.ndarray) -> np.ndarray:
@@ -229,12 +287,13 @@ def test_the_dilation_check_sees_a_slope_that_changes_with_scale() -> None:
 
 @pytest.fixture(scope="module")
 def corpora(tmp_path_factory: pytest.TempPathFactory) -> dict[str, depstat.Profile]:
-    """Markov text and arithmetic at three granularities."""
+    """Markov text, arithmetic and tree text (a power law by construction) at three granularities."""
     d = tmp_path_factory.mktemp("kinds")
     arithmetic_jsonl(d / "arith.jsonl", 150, seed=1)
     write_jsonl(d / "markov.jsonl", markov_text(150, 4096, seed=1))
+    write_jsonl(d / "tree.jsonl", tree_text(300, seed=1))
     return {name: depstat.profile(str(d / f"{name}.jsonl"), granularities=["bytes", "bpe-1k", "words"],
-                                  max_offset=1024) for name in ("markov", "arith")}
+                                  max_offset=1024) for name in ("markov", "arith", "tree")}
 
 
 @pytest.mark.parametrize("kind", ["markov", "arith"])
@@ -245,6 +304,17 @@ def test_markov_text_and_arithmetic_are_not_self_similar(corpora: dict, kind: st
     params = a.recommendation.rope_parameters["rope_parameters"]
     assert params["rope_type"] == "yarn" and params["original_max_position_embeddings"] == 1024
     assert "PI" in a.recommendation.extension.why
+
+
+def test_a_power_law_by_construction_is_scale_free_and_never_called_not_self_similar(corpora: dict) -> None:
+    """Tree text's MI falls as a power law at every scale (``tree_exact_mi``): no length of its own
+    at bytes or bpe-1k, bytes' exponent that of the exact profile, and no verdict against it."""
+    a = analyze(corpora["tree"], head_dim=64, train_length=1024, target_length=4096)
+    assert a.widths["bytes"].kind == "scale-free" and a.widths["bpe-1k"].kind == "scale-free"
+    exact = _width(GRID[GRID <= 1024], tree_exact_mi(GRID[GRID <= 1024]))
+    assert exact.kind == "scale-free"
+    assert a.widths["bytes"].alpha == pytest.approx(exact.alpha, abs=0.1)
+    assert a.self_similarity.verdict != "not self-similar", a.self_similarity.reasons
 
 
 def test_analysis_is_typed_frozen_and_leaves_the_profile_alone(corpora: dict) -> None:

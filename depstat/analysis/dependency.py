@@ -48,7 +48,9 @@ class Curve:
     """One granularity's profile over its well-populated offsets, with its jackknife replicates.
 
     ``replicates[i, g]`` is I(offsets[i]) without document group g (the point where that group
-    holds no pair there); ``weights[g]`` the pairs group g holds over all offsets."""
+    holds no pair there); ``weights[g]`` the pairs group g holds over all offsets; ``bias[i]`` the
+    profile's bound on the estimator's bias at offsets[i] (``estimators.bias_bound``; zero when
+    unknown), a systematic error that the replicates do not see."""
 
     name: str
     offsets: np.ndarray
@@ -58,6 +60,12 @@ class Curve:
     replicates: np.ndarray
     weights: np.ndarray
     bytes_per_token: float | None = None
+    bias: np.ndarray | None = None
+
+    @property
+    def bias_bound(self) -> np.ndarray:
+        """The bias bound at each offset, zeros when the profile has none."""
+        return np.zeros_like(self.mi) if self.bias is None else self.bias
 
     @property
     def r_max(self) -> float:
@@ -83,6 +91,7 @@ def curve(table: pl.DataFrame, name: str, bytes_per_token: float | None = None) 
     return Curve(
         name, rows["offset"].to_numpy().astype(float), mi, np.nan_to_num(rows["se"].to_numpy().astype(float)),
         rows["significant"].to_numpy(), reps, weights, bytes_per_token,
+        np.nan_to_num(rows["bias_bound"].to_numpy().astype(float)) if "bias_bound" in rows.columns else None,
     )
 
 

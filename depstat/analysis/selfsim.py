@@ -7,6 +7,19 @@ measures the local slope alpha(x) = -d log I / d log x in cells ``CELL`` times w
 ``MIN_TOKENS`` model tokens up to the range the extension needs (s L_train) or the profile's
 end. Self-similar data give one slope in every cell of every granularity.
 
+A slope cell's error has two parts: the replicates' (sampling) and a bias term from the
+profile's bias bound (``estimators.bias_bound``: the larger of the jackknife's bias estimate
+and the entropy correction's size), a systematic error that every replicate shares and so
+none can show. The bias term is how far the cell's slope moves when each of its points moves
+by its bias bound, all up or all down (the bias taken as the same share of its bound across
+a cell); where I - bias is not positive the cell has no slope. Like the profile's intervals,
+a bound on a cell adds the bias term unscaled to t se, in quadrature; in standard-error
+units (the precision cuts, the weights) a cell's error is hypot(se, bias / z_0.95). Counting
+only the replicates, a granularity whose estimates are mostly correction (words of an open
+vocabulary) gave slopes that looked precise and were far from the others, and 8 MB of tree
+text with a floor, a power law by construction (``synth.tree_text``), was called not
+self-similar (docs/analysis.md, "The bias bound in each cell").
+
 Effect size: D = max over cells |alpha_cell - alpha_bar| (alpha_bar the cell's inverse-variance
 mean over granularities, at scales two granularities share). Each cell's deviation has its
 standard error from the whole-profile jackknife replicates (the same document groups at every
@@ -59,13 +72,16 @@ MARGIN = 0.25  # slope units: how far granularities may disagree at one scale an
 CELL = 4.0  # each slope cell spans offsets x .. CELL x (two octaves)
 MIN_TOKENS = 4  # the test starts this many model tokens out (sub-token structure comes first)
 CELL_SE_MAX = 0.25  # a cell whose slope is known to worse than this (the default margin) is left out
-CELL_SE_PRECISE = MARGIN / (2 * float(stats.norm.ppf(0.95)))  # the equivalence side's cells: z_0.95 se <= margin / 2
+Z_95 = float(stats.norm.ppf(0.95))
+CELL_SE_PRECISE = MARGIN / (2 * Z_95)  # the equivalence side's cells: z_0.95 se <= margin / 2
 VERDICTS = ("self-similar", "not self-similar", "inconclusive")
 
 
 @dataclass(frozen=True)
 class SlopeCell:
-    """The local slope of one granularity over one cell of the byte axis."""
+    """The local slope of one granularity over one cell of the byte axis: ``bias`` is how far the
+    profile's bias bounds could move it, ``se`` its error in standard-error units, the
+    replicates' and bias / z_0.95 in quadrature."""
 
     granularity: str
     x_low: float
@@ -73,6 +89,7 @@ class SlopeCell:
     slope: float
     se: float
     n_points: int
+    bias: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -125,7 +142,9 @@ def _cell_slopes(c: Curve, x: np.ndarray, edges: np.ndarray, values: np.ndarray)
 
 
 def _cells(curves: list[Curve], x_low: float, x_high: float) -> tuple[list[tuple], np.ndarray]:
-    """Cells measurable on the point and every replicate: (curve, cell, x, slopes over replicates)."""
+    """Cells measurable on the point and every replicate: (curve, cell, x range, slope, slopes over
+    replicates, points, bias), where bias is how far the slope moves when every point of the cell
+    moves by its bias bound, up or down (infinite where I - bias would not stay positive)."""
     n_edges = max(int(math.floor(math.log(max(x_high / x_low, 1.0)) / math.log(CELL) + 1e-9)), 0) + 1
     edges = x_low * CELL ** np.arange(n_edges)
     if edges[-1] < x_high * 0.999 and n_edges >= 1:  # a last, shorter cell up to x_high
@@ -135,10 +154,12 @@ def _cells(curves: list[Curve], x_low: float, x_high: float) -> tuple[list[tuple
         x = c.offsets * (c.bytes_per_token or 1.0)
         point = {k: (s, n) for k, s, n in _cell_slopes(c, x, edges, c.mi)}
         reps = [{k: s for k, s, _ in _cell_slopes(c, x, edges, c.replicate(g))} for g in range(c.replicates.shape[1])]
+        shifted = [{k: s for k, s, _ in _cell_slopes(c, x, edges, c.mi + sign * c.bias_bound)} for sign in (1, -1)]
         for k, (s, n) in point.items():
             rep = np.array([r.get(k, np.nan) for r in reps])
+            bias = max(abs(shift.get(k, np.inf) - s) for shift in shifted)
             if np.all(np.isfinite(rep)):
-                found.append((c, k, edges[k], min(edges[k + 1], x_high), s, rep, n))
+                found.append((c, k, edges[k], min(edges[k + 1], x_high), s, rep, n, bias))
     return found, edges
 
 
@@ -227,7 +248,8 @@ def self_similarity(
     byte axis, equivalence-tested against ``margin``.
 
     ``model`` is the granularity the advice is for and ``width`` its kernel width; the test
-    covers MIN_TOKENS .. ``needed_tokens`` model tokens, or up to the profile's end. Cells whose
+    covers MIN_TOKENS .. ``needed_tokens`` model tokens, or up to the profile's end. A cell's
+    error counts the curves' bias bounds (``Curve.bias``) beside the replicates. Cells whose
     slope is known to worse than CELL_SE_MAX are left out, and only those known to CELL_SE_PRECISE
     can show self-similarity (fixed rules, so that the verdict moves monotonically with the margin)."""
     m = curves[model]
@@ -238,7 +260,8 @@ def self_similarity(
     grs = [c for c in curves.values() if c.replicates.shape[1] == m.replicates.shape[1] and c.offsets.size]
     found = _cells(grs, x_low, x_high)[0] if x_high > x_low else []
     weights = m.weights
-    cell_se = np.array([replicate_interval(f[4], f[5], weights, confidence)[0] for f in found])
+    # a cell's error as one standard error: the bias bound adds to z se unscaled, as in the profile's intervals
+    cell_se = np.array([math.hypot(replicate_interval(f[4], f[5], weights, confidence)[0], f[7] / Z_95) for f in found])
     noisy = int(np.sum(~(cell_se <= CELL_SE_MAX))) if found else 0
     found = [f for f, e in zip(found, cell_se) if e <= CELL_SE_MAX]
     cell_se = cell_se[cell_se <= CELL_SE_MAX] if noisy else cell_se
@@ -270,7 +293,7 @@ def self_similarity(
         return SelfSimilarity("inconclusive", tuple(reasons), None, None, alpha=None,
                               bytes_range=(x_low, x_high), **common)
     d, lo, hi, dev, alpha = _disagreement(found, cell_se, weights, confidence)
-    cells = tuple(SlopeCell(f[0].name, float(f[2]), float(f[3]), float(f[4]), float(e), f[6])
+    cells = tuple(SlopeCell(f[0].name, float(f[2]), float(f[3]), float(f[4]), float(e), f[6], float(f[7]))
                   for f, e in zip(found, cell_se))
     worst = cells[int(np.nanargmax(np.abs(dev)))]
     shared = [c for c, v in zip(cells, dev) if np.isfinite(v)]
@@ -315,11 +338,11 @@ def self_similarity(
 def _disagreement(found: list[tuple], cell_se: np.ndarray, weights: np.ndarray,
                   confidence: float) -> tuple[float, float, float, np.ndarray, float] | None:
     """D = max |deviation| over the cells whose scale two granularities share, with simultaneous
-    one-sided bounds from each deviation's replicate error se_k: upper max_k(|dev_k| + t se_k),
-    below the margin only if every cell is (an intersection-union test); lower
-    max_k(|dev_k| - t_B se_k), t_B Bonferroni-corrected over the cells, above the margin if some
-    cell is. Also each deviation (NaN at unshared scales) and the mean slope; None when no
-    scale has two granularities."""
+    one-sided bounds from each deviation's replicate error se_k and its cell's bias term b_k:
+    upper max_k(|dev_k| + hypot(t se_k, b_k)), below the margin only if every cell is (an
+    intersection-union test); lower max_k(|dev_k| - hypot(t_B se_k, b_k)), t_B
+    Bonferroni-corrected over the cells, above the margin if some cell is. Also each deviation
+    (NaN at unshared scales) and the mean slope; None when no scale has two granularities."""
     cell = np.array([f[1] for f in found])
     slopes = np.array([f[4] for f in found])
     dev = _deviations(slopes, cell_se, cell)
@@ -328,13 +351,14 @@ def _disagreement(found: list[tuple], cell_se: np.ndarray, weights: np.ndarray,
         return None
     reps = np.array([f[5] for f in found])  # cells x replicates
     dev_reps = np.array([_deviations(reps[:, g], cell_se, cell) for g in range(reps.shape[1])]).T
+    bias = np.array([f[7] for f in found])[shared]
     se = np.array([replicate_interval(v, r, weights, confidence)[0] for v, r in zip(dev[shared], dev_reps[shared])])
     df = max(int(np.sum(weights > 0)) - 1, 1)
     t, t_b = stats.t.ppf(confidence, df), stats.t.ppf(1 - (1 - confidence) / shared.sum(), df)
     a = np.abs(dev[shared])
     w = 1 / np.maximum(cell_se, 1e-3) ** 2
-    return (float(a.max()), float(np.max(a - t_b * se)), float(np.max(a + t * se)), dev,
-            float(np.sum(w * slopes) / np.sum(w)))
+    return (float(a.max()), float(np.max(a - np.hypot(t_b * se, bias))), float(np.max(a + np.hypot(t * se, bias))),
+            dev, float(np.sum(w * slopes) / np.sum(w)))
 
 
 def distinct(table: pl.DataFrame) -> tuple[list[str], dict[str, str]]:

@@ -224,9 +224,9 @@ def _self_similarity(a: Analysis) -> list[Block]:
     blocks: list[Block] = [Para(f"Verdict: {ss.verdict}."), Items(list(ss.reasons))]
     if ss.cells:
         blocks.append(Table(
-            ["granularity", "bytes from", "to", "local slope ± se", "offsets"],
-            [[c.granularity, _num(c.x_low), _num(c.x_high), f"{c.slope:.2f} ± {c.se:.2f}", str(c.n_points)]
-             for c in ss.cells],
+            ["granularity", "bytes from", "to", "local slope ± se", "bias term", "offsets"],
+            [[c.granularity, _num(c.x_low), _num(c.x_high), f"{c.slope:.2f} ± {c.se:.2f}", f"{c.bias:.2f}",
+              str(c.n_points)] for c in ss.cells],
         ))
     blocks.append(Fig("slopes"))
     return blocks
