@@ -381,10 +381,10 @@ def _verdict_without_bias_term(p: depstat.Profile, a: depstat.Analysis) -> str:
     ss = selfsim.self_similarity(curves, a.granularity, a.widths[a.granularity], TARGET, TARGET / L,
                                  duplicates=duplicates)
     return ss.verdict + (f", precise D {ss.precise_effect:.2f} [{max(ss.precise_bounds[0], 0):.2f}, "
-                         f"{ss.precise_bounds[1]:.2f}]" if ss.precise_effect is not None else "") + "; cells: " + _cells(ss)
+                         f"{ss.precise_bounds[1]:.2f}]" if ss.precise_effect is not None else "") + "; cells: " + _cell_list(ss)
 
 
-def _cells(ss: selfsim.SelfSimilarity) -> str:
+def _cell_list(ss: selfsim.SelfSimilarity) -> str:
     """Each slope cell: granularity, bytes, slope ± se (and the bias term's part of se)."""
     return "; ".join(f"{c.granularity} {c.x_low:.0f}-{c.x_high:.0f} {c.slope:.2f} ± {c.se:.2f} (bias {c.bias:.2f})"
                      for c in ss.cells) or "none"
@@ -411,7 +411,7 @@ def verdicts(quick: bool) -> None:
             print(f"  verdict:  {ss.verdict}; slope disagreement D = {effect}; precise cells: {precise} "
                   f"(margin {ss.margin:g})")
             print(f"  reason:   {ss.reasons[0]}")
-            print(f"  cells:    {_cells(ss)}")
+            print(f"  cells:    {_cell_list(ss)}")
             print(f"  without the bias bound in the cells' errors (the rule before): {_verdict_without_bias_term(p, a)}")
             dil = ss.dilation
             print(f"  dilation: {dil.spread:.2f} ± {dil.spread_se:.2f} over r = {dil.r_low:.0f}-{dil.r_high:.0f} "

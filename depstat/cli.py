@@ -225,9 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=["table", "json"], default="table")
 
     syn = sub.add_parser("synth", help="write a synthetic corpus with a known dependency structure")
-    syn.add_argument("kind", choices=["arithmetic", "markov-text", "blocks"], help=(
+    syn.add_argument("kind", choices=["arithmetic", "markov-text", "tree-text", "blocks"], help=(
         "arithmetic: iGSM-style problems (jsonl, not self-similar); markov-text: character Markov chain "
-        "(jsonl, exponential decay); blocks: latent blocks of length --block (.npy token stream, eos = vocab)"))
+        "(jsonl, exponential decay); tree-text: characters from a binary-tree grammar (jsonl, a power law, "
+        "self-similar; --doc-len a power of two); blocks: latent blocks of length --block (.npy token stream, "
+        "eos = vocab)"))
     syn.add_argument("out", help="output file (.jsonl, or .npy for blocks)")
     syn.add_argument("--docs", type=int, default=300, help="number of documents (default: 300)")
     syn.add_argument("--doc-len", type=int, default=4096, help="tokens or characters per document (default: 4096)")
@@ -434,6 +436,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
         synth.arithmetic_jsonl(args.out, args.docs, seed=args.seed, doc_chars=args.doc_len)
     elif args.kind == "markov-text":
         synth.write_jsonl(args.out, synth.markov_text(args.docs, args.doc_len, seed=args.seed))
+    elif args.kind == "tree-text":
+        if args.doc_len & (args.doc_len - 1):
+            raise DepstatError(f"tree-text needs --doc-len a power of two (a tree's leaves), got {args.doc_len}",
+                               hint="for example --doc-len 4096")
+        depth = args.doc_len.bit_length() - 1
+        synth.write_jsonl(args.out, synth.tree_text(args.docs, depth=depth, seed=args.seed))
     else:
         stream = synth.block_sequences(args.docs, args.doc_len, args.block, seed=args.seed)
         eos = stream.vocab_size

@@ -216,3 +216,16 @@ def test_tree_text_byte_profile_is_its_exact_mi_and_the_favourite_adds_a_floor()
     assert np.all((low - 0.005 <= exact) & (exact <= high + 0.005)), (mi, exact)
     # a document-wide favourite symbol: every pair of a document shares it, far pairs too
     assert profiles[1]["mi_bits"].to_numpy()[-1] > mi[-1] + 0.05
+
+
+def test_cli_writes_tree_text_and_rejects_a_length_that_is_not_a_power_of_two(tmp_path: Path, capsys) -> None:
+    from depstat.cli import main
+
+    out = tmp_path / "tree.jsonl"
+    assert main(["synth", "tree-text", str(out), "--docs", "3", "--doc-len", "256", "--seed", "5"]) == 0
+    texts = [json.loads(line)["text"] for line in out.read_text("utf-8").splitlines()]
+    assert texts == tree_text(3, depth=8, seed=5)
+    assert main(["synth", "tree-text", str(tmp_path / "bad.jsonl"), "--doc-len", "1000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and "power of two" in err[0] and "Traceback" not in "".join(err)
+    assert not (tmp_path / "bad.jsonl").exists()

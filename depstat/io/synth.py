@@ -428,8 +428,8 @@ def tree_exact_mi(offsets: np.ndarray, depth: int = 12, keep: float = 0.9) -> np
         ways = np.minimum(q, starts - 1) - np.maximum(q - (n - d - 1), 0) + 1  # (start, position) pairs giving q
         height = np.frexp((q ^ (q + d)).astype(float))[1]  # levels up to the common ancestor
         mu = float(np.sum(ways * keep ** (2.0 * height)) / np.sum(ways))
-        same, other = mu + (1 - mu) / size, (1 - mu) / size
-        out[i] = np.log2(size) + same * np.log2(same) + (size - 1) * (other * np.log2(other) if other > 0 else 0.0)
+        joint = (mu * np.eye(size) + (1 - mu) / size) / size
+        out[i] = _mi_bits(joint, np.full((size, size), 1.0 / size**2))
     return out
 
 
