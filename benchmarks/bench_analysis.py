@@ -48,7 +48,7 @@ from bench_end_to_end import gcide_docs
 import depstat
 from depstat.analysis import selfsim
 from depstat.analysis.dependency import curve, exact_curve, fitted, kernel_width, noisy_curve
-from depstat.analysis.result import analyze
+from depstat.analysis.result import analyze, granularity_curve
 from depstat.estimate.profile import log_offsets, mi_profile
 from depstat.io.synth import (
     TEXT_ALPHABET,
@@ -376,7 +376,7 @@ def _verdict_without_bias_term(p: depstat.Profile, a: depstat.Analysis) -> str:
     """The verdict with every cell's slope error from the replicates alone (the profile's bias
     bounds left out), as before the cells' errors took them in."""
     names, duplicates = selfsim.distinct(p.table)
-    fits = {n: fitted(curve(p.table, n, p.granularities[n].get("bytes_per_token"))) for n in names}
+    fits = {n: fitted(granularity_curve(p, n)) for n in names}
     curves = {n: dataclasses.replace(f.excess(), bias=None) for n, f in fits.items()}
     ss = selfsim.self_similarity(curves, a.granularity, a.widths[a.granularity], TARGET, TARGET / L,
                                  duplicates=duplicates)
@@ -385,9 +385,10 @@ def _verdict_without_bias_term(p: depstat.Profile, a: depstat.Analysis) -> str:
 
 
 def _cell_list(ss: selfsim.SelfSimilarity) -> str:
-    """Each slope cell: granularity, bytes, slope ± se (and the bias term's part of se)."""
-    return "; ".join(f"{c.granularity} {c.x_low:.0f}-{c.x_high:.0f} {c.slope:.2f} ± {c.se:.2f} (bias {c.bias:.2f})"
-                     for c in ss.cells) or "none"
+    """Each slope cell: granularity, bytes, slope ± se (and the bias term's part of se); cells shown
+    and not compared (tokens that do not give back their text) marked so."""
+    return "; ".join(f"{c.granularity} {c.x_low:.0f}-{c.x_high:.0f} {c.slope:.2f} ± {c.se:.2f} (bias {c.bias:.2f}"
+                     + ("" if c.compared else ", not compared") + ")" for c in ss.cells) or "none"
 
 
 def verdicts(quick: bool) -> None:

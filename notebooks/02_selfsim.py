@@ -46,7 +46,8 @@ import polars as pl
 
 import depstat
 from depstat.io import synth
-from depstat.analysis.dependency import curve, fitted, kernel_width, local_slopes
+from depstat.analysis.dependency import fitted, kernel_width, local_slopes
+from depstat.analysis.result import granularity_curve
 from depstat.analysis.selfsim import CELL_SE_MAX, CELL_SE_PRECISE, MARGIN, distinct, self_similarity
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "python-docs.jsonl.gz").is_file())
@@ -90,8 +91,9 @@ pl.DataFrame([
 #
 # ## Each granularity's kernel
 #
-# The first step is notebook 1's: `dependency.curve` takes a granularity's rows (offsets
-# resting on few documents left out), `fitted` fits a power law and an exponential, each
+# The first step is notebook 1's: `result.granularity_curve` takes a granularity's rows (offsets
+# resting on few documents left out, with its bytes per token and whether its tokens give
+# back their text), `fitted` fits a power law and an exponential, each
 # with a floor, to the profile and to each jackknife replicate, and `kernel_width` says
 # what kind of kernel it is. The kind matters here because a kernel with a length of its
 # own (`characteristic` or `local`) is moved by a dilation: if the *model* granularity's
@@ -101,7 +103,7 @@ pl.DataFrame([
 fits, widths, above, duplicates = {}, {}, {}, {}
 for corpus, prof in profiles.items():
     names, duplicates[corpus] = distinct(prof.table)
-    fits[corpus] = {g: fitted(curve(prof.table, g, prof.granularities[g]["bytes_per_token"])) for g in names}
+    fits[corpus] = {g: fitted(granularity_curve(prof, g)) for g in names}
     widths[corpus] = {g: kernel_width(f) for g, f in fits[corpus].items()}
     above[corpus] = {g: f.excess() for g, f in fits[corpus].items()}  # I(r) minus the fitted floor
     print(f"{corpus}: duplicates {duplicates[corpus] or 'none'}")

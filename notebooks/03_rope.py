@@ -47,7 +47,8 @@ import polars as pl
 
 import depstat
 from depstat.io import synth
-from depstat.analysis.dependency import curve, fitted, kernel_width
+from depstat.analysis.dependency import fitted, kernel_width
+from depstat.analysis.result import granularity_curve
 from depstat.analysis.recommend import base_for, frequencies, men_lower_bound, recommend
 from depstat.report.document import build_report
 from depstat.analysis.selfsim import VERDICTS, distinct, self_similarity
@@ -85,7 +86,7 @@ MODEL = {"natural text": "bpe-8k", "arithmetic": "bytes"}
 fits, widths = {}, {}
 for corpus, g in MODEL.items():
     prof = profiles[corpus]
-    fits[corpus] = fitted(curve(prof.table, g, prof.granularities[g]["bytes_per_token"]))
+    fits[corpus] = fitted(granularity_curve(prof, g))
     widths[corpus] = kernel_width(fits[corpus])
     w = widths[corpus]
     print(f"{corpus} at {g}: {w.kind}; W = {w.W and round(w.W, 1)} tokens "
@@ -192,7 +193,7 @@ verdicts = {}
 for corpus, g in MODEL.items():
     prof = profiles[corpus]
     names, duplicates = distinct(prof.table)
-    above = {n: fitted(curve(prof.table, n, prof.granularities[n]["bytes_per_token"])).excess() for n in names}
+    above = {n: fitted(granularity_curve(prof, n)).excess() for n in names}
     verdicts[corpus] = self_similarity(above, g, widths[corpus], L_TARGET, L_TARGET / L_TRAIN, duplicates=duplicates)
     print(f"{corpus} (model granularity {g}): {verdicts[corpus].verdict}\n   {verdicts[corpus].reasons[0]}")
 

@@ -142,11 +142,13 @@ def test_few_character_markov_text_is_local_in_any_document_order(tmp_path: Path
 
 
 def _verdict(shapes: dict[str, tuple[float, callable]], model: str, rel_se: float = 0.01, abs_se: float = 1e-5,
-             seed: int = 0, groups: int = 20, correlation: float = 0.0, biased: dict | None = None):
+             seed: int = 0, groups: int = 20, correlation: float = 0.0, biased: dict | None = None,
+             lossy: tuple[str, ...] = ()):
     """The verdict on granularities g with I_g(r) = f(r * bytes_per_token_g), measured with error
     rel_se * I + abs_se * bytes_per_token (noisy_curve's replicates). ``biased[g] = (h, share)``:
     g's estimates carry a systematic error, I_g(r) h(x) instead of I_g(r), which the replicates do
-    not see, and its bias bound is ``share`` times that error."""
+    not see, and its bias bound is ``share`` times that error. ``lossy``: granularities whose
+    tokens do not give back their text."""
     curves = {}
     for k, (name, (bpt, f)) in enumerate(shapes.items()):
         mi = f(GRID * bpt)
@@ -156,6 +158,7 @@ def _verdict(shapes: dict[str, tuple[float, callable]], model: str, rel_se: floa
                                    seed=1000 * seed + k)
         if share:
             curves[name] = replace(curves[name], bias=share * np.abs(measured - mi))
+        curves[name] = replace(curves[name], round_trips=name not in lossy)
     fits = {n: fitted(c) for n, c in curves.items()}
     widths = {n: kernel_width(f) for n, f in fits.items()}
     return self_similarity({n: f.excess() for n, f in fits.items()}, model, widths[model], 8192, 4.0)
@@ -271,6 +274,23 @@ def test_a_slope_cell_takes_the_bias_bound_as_a_shift_of_every_point() -> None:
         assert f[7] == pytest.approx(max(abs(m - f[4]) for m in moved), rel=1e-9) and f[7] > 0.01
 
 
+def test_a_granularity_that_does_not_give_back_its_text_is_shown_not_compared() -> None:
+    """Words flatter than the source (slope 0.2 where it has 0.6): compared, they make the verdict
+    not self-similar; as tokens that lose whitespace, which see other information than the bytes
+    they span rather than the same text dilated, their cells are shown and the others decide."""
+    shapes = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6) for n, b in REALISTIC.items()}
+    shapes["words"] = (REALISTIC["words"], lambda x: 0.6 * 7.0**0.6 * x**-0.2)
+    run = dict(seed=0, groups=32, correlation=0.8)
+    assert _verdict(shapes, "bpe-8k", **run).verdict == "not self-similar"
+    apart = _verdict(shapes, "bpe-8k", **run, lossy=("words",))
+    assert apart.verdict == "self-similar", apart.reasons
+    words = [c for c in apart.cells if c.granularity == "words"]
+    assert words and not any(c.compared for c in words) and all(c.compared for c in apart.cells if c not in words)
+    assert any(r.startswith("words: decoding the tokens does not give back the text") for r in apart.reasons)
+    # the granularity the advice is for is compared whatever its tokens
+    assert _verdict(shapes, "words", **run, lossy=("words",)).verdict == "not self-similar"
+
+
 def test_the_dilation_check_sees_a_slope_that_changes_with_scale() -> None:
     """Reported beside the verdict: the model granularity's slope from one precise cell to the next."""
     def broken(x: np.ndarray) -> np.ndarray:
@@ -315,6 +335,16 @@ def test_a_power_law_by_construction_is_scale_free_and_never_called_not_self_sim
     assert exact.kind == "scale-free"
     assert a.widths["bytes"].alpha == pytest.approx(exact.alpha, abs=0.1)
     assert a.self_similarity.verdict != "not self-similar", a.self_similarity.reasons
+
+
+def test_analyze_compares_only_the_granularities_recorded_as_giving_back_their_text(corpora: dict) -> None:
+    """The profile records words as not round-tripping; analyze shows their cells without comparing
+    them and says why, while every other cell is compared."""
+    p = corpora["tree"]
+    assert {g: f["round_trips"] for g, f in p.granularities.items()} == {"bytes": True, "bpe-1k": True, "words": False}
+    ss = analyze(p, head_dim=64, train_length=1024, target_length=4096).self_similarity
+    assert all(c.compared == (c.granularity != "words") for c in ss.cells)
+    assert any(r.startswith("words: decoding the tokens does not give back the text") for r in ss.reasons)
 
 
 def test_analysis_is_typed_frozen_and_leaves_the_profile_alone(corpora: dict) -> None:

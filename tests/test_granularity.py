@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from depstat.io.corpus import Document
-from depstat.tokenize.granularity import text_streams, train_bpe, truncate_bpe
+from depstat.tokenize.granularity import round_trips, text_streams, train_bpe, train_words, truncate_bpe
 from tests.conftest import EXAMPLE
 
 
@@ -49,3 +49,40 @@ def test_a_ladder_trains_its_largest_bpe_only_and_encodes_as_separate_trainings(
         alone = next(text_streams(lambda: iter(docs), [name]))
         assert streams[name].vocab_size == size
         assert (streams[name].tokens == alone.tokens).all() and (streams[name].doc_lengths == alone.doc_lengths).all()
+
+
+def test_round_trips_is_measured_on_the_texts_and_recorded_per_granularity() -> None:
+    """Byte-level BPE and bytes give back every text; words drop whitespace (and map unseen words
+    to [UNK]), so on text with runs of spaces or newlines they do not. A tokenizer that happens to
+    give back these texts (single spaces, every word seen) is recorded as doing so."""
+    texts = ["def f(x):\n    return  x\n", "a  b\n\nc", *_docs_text(10)]
+    docs = [Document(text=t, source="x", line=i + 1) for i, t in enumerate(texts)]
+    streams = {s.name: s for s in text_streams(lambda: iter(docs), ["bytes", "bpe-300", "words"])}
+    assert streams["bytes"].info["round_trips"] and streams["bpe-300"].info["round_trips"]
+    assert streams["words"].info["round_trips"] is False
+    plain = ["one two three", "two three one"]
+    assert round_trips(train_words(plain), plain) and not round_trips(train_words(plain), ["one four"])
+    assert round_trips(train_bpe(texts, 300), ["unseen: ü ✓  \t\n"]) and round_trips(None, texts)
+
+
+def test_a_model_tokenizer_is_checked_as_the_streams_encode_and_normalising_ones_fail(tmp_path) -> None:
+    """A tokenizer.json whose post-processor adds a start token round-trips (the streams encode
+    without special tokens, and so does the check); one that lower-cases its input does not."""
+    from tokenizers import normalizers, processors
+
+    texts = _docs_text(10)
+    docs = [Document(text=t, source="x", line=i + 1) for i, t in enumerate(texts)]
+    bos = train_bpe(texts, 300)
+    bos.add_special_tokens(["<s>"])
+    bos.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", bos.token_to_id("<s>"))])
+    lower = train_bpe(texts, 300)
+    lower.normalizer = normalizers.Lowercase()
+    paths = []
+    for name, tok in (("bos", bos), ("lower", lower)):
+        path = tmp_path / name / "tokenizer.json"
+        path.parent.mkdir()
+        tok.save(str(path))
+        paths.append(str(path))
+    assert bos.encode(texts[0]).ids[0] == bos.token_to_id("<s>")  # the post-processor is there
+    got = [s.info["round_trips"] for s in text_streams(lambda: iter(docs), [], paths)]
+    assert got == [True, False]

@@ -50,7 +50,8 @@ class Curve:
     ``replicates[i, g]`` is I(offsets[i]) without document group g (the point where that group
     holds no pair there); ``weights[g]`` the pairs group g holds over all offsets; ``bias[i]`` the
     profile's bound on the estimator's bias at offsets[i] (``estimators.bias_bound``; zero when
-    unknown), a systematic error that the replicates do not see."""
+    unknown), a systematic error that the replicates do not see. ``round_trips``: its tokens give
+    back the text they span (``granularity.round_trips``), so it sees the text itself, dilated."""
 
     name: str
     offsets: np.ndarray
@@ -61,6 +62,7 @@ class Curve:
     weights: np.ndarray
     bytes_per_token: float | None = None
     bias: np.ndarray | None = None
+    round_trips: bool = True
 
     @property
     def bias_bound(self) -> np.ndarray:
@@ -75,7 +77,7 @@ class Curve:
         return self.replicates[:, g]
 
 
-def curve(table: pl.DataFrame, name: str, bytes_per_token: float | None = None) -> Curve:
+def curve(table: pl.DataFrame, name: str, bytes_per_token: float | None = None, round_trips: bool = True) -> Curve:
     """The Curve of granularity ``name`` in a profile table (offsets resting on few documents left out)."""
     rows = table.filter(pl.col("granularity") == name).sort("offset")
     enough = min(MIN_DOCS, rows["n_docs"].max() / 2) if rows.height else 0
@@ -92,6 +94,7 @@ def curve(table: pl.DataFrame, name: str, bytes_per_token: float | None = None) 
         name, rows["offset"].to_numpy().astype(float), mi, np.nan_to_num(rows["se"].to_numpy().astype(float)),
         rows["significant"].to_numpy(), reps, weights, bytes_per_token,
         np.nan_to_num(rows["bias_bound"].to_numpy().astype(float)) if "bias_bound" in rows.columns else None,
+        round_trips,
     )
 
 

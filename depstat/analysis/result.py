@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import polars as pl
 
-from depstat.analysis.dependency import Width, curve, fitted, kernel_width
+from depstat.analysis.dependency import Curve, Width, curve, fitted, kernel_width
 from depstat.analysis.recommend import (
     DEFAULT_MARGIN,
     PAPER_C,
@@ -102,6 +102,15 @@ def model_granularity(profile: Profile, wanted: str | None) -> str:
     return names[0]
 
 
+def granularity_curve(profile: Profile, name: str) -> Curve:
+    """Granularity ``name``'s Curve, with its bytes per token and whether its tokens give back their
+    text (``granularity.round_trips``, measured when it was tokenized; where it was not measured,
+    every granularity but ``words``)."""
+    info = profile.granularities[name]
+    measured = info.get("round_trips")  # None: not measured (token ids without text, older profiles)
+    return curve(profile.table, name, info.get("bytes_per_token"), name != "words" if measured is None else measured)
+
+
 def analyze(profile: Profile, settings: Settings | None = None, **kwargs: object) -> Analysis:
     """Analyse a profile: ``analyze(p, head_dim=128, train_length=2048, target_length=8192)``, or
     with a Settings. The profile is not changed."""
@@ -118,9 +127,8 @@ def analyze(profile: Profile, settings: Settings | None = None, **kwargs: object
     names, duplicates = distinct(profile.table)
     if name not in names:
         name = duplicates[name]
-    bpt = {k: v.get("bytes_per_token") for k, v in profile.granularities.items()}
     confidence = settings.confidence or profile.confidence
-    fits = {n: fitted(curve(profile.table, n, bpt.get(n))) for n in names}
+    fits = {n: fitted(granularity_curve(profile, n)) for n in names}
     widths = {n: kernel_width(f, confidence) for n, f in fits.items()}
     needed = settings.factor * settings.train_length
     verdict = self_similarity(

@@ -224,9 +224,9 @@ def _self_similarity(a: Analysis) -> list[Block]:
     blocks: list[Block] = [Para(f"Verdict: {ss.verdict}."), Items(list(ss.reasons))]
     if ss.cells:
         blocks.append(Table(
-            ["granularity", "bytes from", "to", "local slope ± se", "bias term", "offsets"],
+            ["granularity", "bytes from", "to", "local slope ± se", "bias term", "offsets", "compared"],
             [[c.granularity, _num(c.x_low), _num(c.x_high), f"{c.slope:.2f} ± {c.se:.2f}", f"{c.bias:.2f}",
-              str(c.n_points)] for c in ss.cells],
+              str(c.n_points), "yes" if c.compared else "no"] for c in ss.cells],
         ))
     blocks.append(Fig("slopes"))
     return blocks
@@ -273,7 +273,8 @@ FIGURE_TEXT = {  # name: (title, caption)
     "slopes": ("Local slopes on a byte axis", (
         "Local slope −d log I / d log x of each granularity's profile above its floor, in cells of the byte "
         "axis (offset × bytes per token), with ± one standard error. Self-similar data give one slope per "
-        "cell across granularities."
+        "cell across granularities. Dotted: a granularity whose tokens do not give back their text, shown "
+        "and not compared."
     )),
     "kernel": ("Dependency kernel", (
         "The model granularity's profile above its fitted floor (points) and the preferred decay model "
@@ -361,7 +362,8 @@ def _fig_slopes(profile: Profile, a: Analysis) -> Figure:
         return fig
     for c in ss.cells:
         mid = math.sqrt(c.x_low * c.x_high)
-        ax.hlines(c.slope, c.x_low, c.x_high, color=colours.get(c.granularity, "0.3"), lw=2)
+        style = "-" if c.compared else ":"
+        ax.hlines(c.slope, c.x_low, c.x_high, color=colours.get(c.granularity, "0.3"), lw=2, linestyles=style)
         ax.errorbar(mid, c.slope, yerr=c.se, color=colours.get(c.granularity, "0.3"), capsize=3, lw=1)
     if ss.alpha is not None:
         ax.axhspan(ss.alpha - ss.margin, ss.alpha + ss.margin, color="0.5", alpha=0.12, lw=0,
@@ -370,7 +372,9 @@ def _fig_slopes(profile: Profile, a: Analysis) -> Figure:
            title=f"verdict: {ss.verdict}")
     ax.grid(True, which="major", alpha=0.3)
     grans = sorted({c.granularity for c in ss.cells})
-    handles = [Line2D([], [], color=colours.get(n, "0.3"), lw=2, label=n) for n in grans]
+    apart = {c.granularity for c in ss.cells if not c.compared}
+    handles = [Line2D([], [], color=colours.get(n, "0.3"), lw=2, ls=":" if n in apart else "-",
+                      label=n + (" (not compared)" if n in apart else "")) for n in grans]
     handles.append(Patch(color="0.5", alpha=0.12, label=f"mean α ± margin {ss.margin:g}"))
     fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
     return fig

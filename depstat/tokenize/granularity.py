@@ -239,8 +239,22 @@ def ids_stream(documents: Iterable[Document], vocab_size: int | None, spool: boo
         tokens = narrow
     return TokenStream(
         name="ids", tokens=tokens, doc_lengths=np.asarray(lengths, dtype=np.int64),
-        vocab_size=int(vocab_size), info={"vocab_size_from": source},
+        vocab_size=int(vocab_size), info={"vocab_size_from": source, "round_trips": None},  # no text to give back
     )
+
+
+ROUND_TRIP_BYTES = 1 << 20  # text of the first documents a tokenizer must give back (``round_trips``)
+
+
+def round_trips(tokenizer: Tokenizer | None, texts: Iterable[str], max_bytes: int = ROUND_TRIP_BYTES) -> bool:
+    """Whether the tokenizer gives back every one of the first texts (up to ``max_bytes``) from its
+    ids: its tokens then determine the text they span, so a coarser one sees the same text
+    dilated. UTF-8 bytes always do; ``words`` (whitespace dropped, unseen words [UNK]) does not."""
+    if tokenizer is None:
+        return True
+    batch = list(training_texts(texts, None, max_bytes))
+    ids = [e.ids for e in tokenizer.encode_batch_fast(batch, add_special_tokens=False)]  # as the streams encode
+    return tokenizer.decode_batch(ids, skip_special_tokens=False) == batch
 
 
 def training_texts(texts: Iterable[str], max_docs: int | None, max_bytes: int | None) -> Iterator[str]:
@@ -306,8 +320,11 @@ def text_streams(
         stream = encode(name, texts(), tokenizer, cache)
         if bpe_vocab_size(name):
             stream.info["requested_vocab_size"] = bpe_vocab_size(name)
+        stream.info["round_trips"] = round_trips(tokenizer, texts())
         yield stream
     for path in tokenizer_paths:
-        stream = encode(tokenizer_name(path), texts(), load_tokenizer(path), cache)
+        tokenizer = load_tokenizer(path)
+        stream = encode(tokenizer_name(path), texts(), tokenizer, cache)
         stream.info["tokenizer"] = str(path)
+        stream.info["round_trips"] = round_trips(tokenizer, texts())
         yield stream
