@@ -291,6 +291,20 @@ def test_a_granularity_that_does_not_give_back_its_text_is_shown_not_compared() 
     assert _verdict(shapes, "words", **run, lossy=("words",)).verdict == "not self-similar"
 
 
+def test_a_bias_that_reaches_every_offset_alike_goes_into_the_floor() -> None:
+    """A bound flat across offsets (the estimator's leftover bias at long range) moves the profile
+    and its refitted floor alike, so the excess keeps its slopes: the cells' bias term is near 0.
+    Moving the excess without refitting the floor would count the whole bound against each slope."""
+    mi = 0.5 * GRID**-0.6 + 0.01
+    c = replace(noisy_curve(GRID, mi, 0.002 * mi, "g", 1.0, 16, 0.8), bias=np.full(GRID.size, 0.01))
+    ex = fitted(c).excess()
+    refit = _cells([ex], 4.0, 1024.0)[0]
+    fixed = _cells([replace(ex, moved=None)], 4.0, 1024.0)[0]
+    assert refit and len(refit) == len(fixed)
+    assert max(f[7] for f in refit) < 0.02 and max(f[7] for f in fixed) > 0.1
+    assert np.array_equal(replace(ex, bias=None).bias_moves[0], ex.mi)  # no bound: nothing moves
+
+
 def test_the_dilation_check_sees_a_slope_that_changes_with_scale() -> None:
     """Reported beside the verdict: the model granularity's slope from one precise cell to the next."""
     def broken(x: np.ndarray) -> np.ndarray:

@@ -63,11 +63,22 @@ class Curve:
     bytes_per_token: float | None = None
     bias: np.ndarray | None = None
     round_trips: bool = True
+    moved: np.ndarray | None = None  # (2, offsets): see bias_moves
 
     @property
     def bias_bound(self) -> np.ndarray:
         """The bias bound at each offset, zeros when the profile has none."""
         return np.zeros_like(self.mi) if self.bias is None else self.bias
+
+    @property
+    def bias_moves(self) -> tuple[np.ndarray, np.ndarray]:
+        """The curve with every point moved up, and down, by its bias bound: ``moved`` when set
+        (an excess curve, whose floor is refitted to the moved profile), else mi +- bias."""
+        if self.bias is None:
+            return self.mi, self.mi
+        if self.moved is not None:
+            return self.moved[0], self.moved[1]
+        return self.mi + self.bias, self.mi - self.bias
 
     @property
     def r_max(self) -> float:
@@ -278,13 +289,23 @@ class Fitted:
         return preferred(self.fits)
 
     def excess(self) -> Curve:
-        """The curve minus its fitted floor (the preferred model's), replicate by replicate."""
+        """The curve minus its fitted floor (the preferred model's), replicate by replicate. Its
+        ``bias_moves`` refit the floor to the profile moved by its bias bound: a bias that reaches
+        every offset alike goes into the floor, as the floor is there to take it up."""
         if self.model is None:
             return self.curve
+        floor = self.fits[self.model].floor
         floors = np.array([f[self.model].floor if self.model in f else np.nan for f in self.replicate_fits])
-        floors = np.where(np.isfinite(floors), floors, self.fits[self.model].floor)
+        floors = np.where(np.isfinite(floors), floors, floor)
         c = self.curve
-        return replace(c, mi=c.mi - self.fits[self.model].floor, replicates=c.replicates - floors[None, :])
+        moved = None
+        if c.bias is not None:
+            moved = []
+            for shifted in (c.mi + c.bias, c.mi - c.bias):
+                refit = fit_decay(c.offsets, shifted, c.se, self.model)
+                moved.append(shifted - (refit.floor if refit is not None else floor))
+            moved = np.array(moved)
+        return replace(c, mi=c.mi - floor, replicates=c.replicates - floors[None, :], moved=moved)
 
 
 def fitted(c: Curve) -> Fitted:

@@ -18,7 +18,9 @@ profile's bias bound (``estimators.bias_bound``: the larger of the jackknife's b
 and the entropy correction's size), a systematic error that every replicate shares and so
 none can show. The bias term is how far the cell's slope moves when each of its points moves
 by its bias bound, all up or all down (the bias taken as the same share of its bound across
-a cell); where I - bias is not positive the cell has no slope. Like the profile's intervals,
+a cell), with the floor refitted to the moved profile (``Fitted.excess``: a bias that reaches
+every offset alike goes into the floor, as the floor is there to take it up); where I - bias is
+not positive the cell has no slope. Like the profile's intervals,
 a bound on a cell adds the bias term unscaled to t se, in quadrature; in standard-error
 units (the precision cuts, the weights) a cell's error is hypot(se, bias / z_0.95). Counting
 only the replicates, a granularity whose estimates are mostly correction (words of an open
@@ -151,7 +153,8 @@ def _cell_slopes(c: Curve, x: np.ndarray, edges: np.ndarray, values: np.ndarray)
 def _cells(curves: list[Curve], x_low: float, x_high: float) -> tuple[list[tuple], np.ndarray]:
     """Cells measurable on the point and every replicate: (curve, cell, x range, slope, slopes over
     replicates, points, bias), where bias is how far the slope moves when every point of the cell
-    moves by its bias bound, up or down (infinite where I - bias would not stay positive)."""
+    moves by its bias bound, up or down (``Curve.bias_moves``: on an excess curve the floor is
+    refitted to the moved profile; infinite where the moved curve would not stay positive)."""
     n_edges = max(int(math.floor(math.log(max(x_high / x_low, 1.0)) / math.log(CELL) + 1e-9)), 0) + 1
     edges = x_low * CELL ** np.arange(n_edges)
     if edges[-1] < x_high * 0.999 and n_edges >= 1:  # a last, shorter cell up to x_high
@@ -161,7 +164,7 @@ def _cells(curves: list[Curve], x_low: float, x_high: float) -> tuple[list[tuple
         x = c.offsets * (c.bytes_per_token or 1.0)
         point = {k: (s, n) for k, s, n in _cell_slopes(c, x, edges, c.mi)}
         reps = [{k: s for k, s, _ in _cell_slopes(c, x, edges, c.replicate(g))} for g in range(c.replicates.shape[1])]
-        shifted = [{k: s for k, s, _ in _cell_slopes(c, x, edges, c.mi + sign * c.bias_bound)} for sign in (1, -1)]
+        shifted = [{k: s for k, s, _ in _cell_slopes(c, x, edges, moved)} for moved in c.bias_moves]
         for k, (s, n) in point.items():
             rep = np.array([r.get(k, np.nan) for r in reps])
             bias = max(abs(shift.get(k, np.inf) - s) for shift in shifted)
@@ -255,8 +258,10 @@ def self_similarity(
     byte axis, equivalence-tested against ``margin``.
 
     ``model`` is the granularity the advice is for and ``width`` its kernel width; the test
-    covers MIN_TOKENS .. ``needed_tokens`` model tokens, or up to the profile's end. A cell's
-    error counts the curves' bias bounds (``Curve.bias``) beside the replicates. Cells whose
+    covers MIN_TOKENS .. ``needed_tokens`` model tokens, or up to the profile's end. Curves whose
+    tokens do not give back their text (``Curve.round_trips``) are shown, not compared, but for the
+    model's. A cell's error counts the curves' bias bounds (``Curve.bias_moves``: the profile moved
+    by its bound, the floor refitted) beside the replicates. Cells whose
     slope is known to worse than CELL_SE_MAX are left out, and only those known to CELL_SE_PRECISE
     can show self-similarity (fixed rules, so that the verdict moves monotonically with the margin)."""
     m = curves[model]
