@@ -69,6 +69,8 @@ HANDBOOK_LANGUAGES = ("en-US", "de-DE", "fr-FR", "es-ES")
 DEVIL = Path("/usr/share/dictd/devil.dict.dz")
 LINUX_DOCS = Path("/usr/share/doc/linux-doc-6.1/Documentation")
 PYTHON_DOC_SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
+PERL_POD = Path("/usr/share/perl/5.36/pod")
+DEBIAN_REFERENCE = Path("/usr/share/debian-reference")
 GCIDE_BYTES = 20_000_000
 GRANULARITIES = ["bytes", "bpe-1k", "bpe-8k", "words"]
 HEAD_DIM, L, TARGET = 128, 2048, 8192
@@ -287,6 +289,46 @@ def _python_docs_sources(tmp: Path) -> Path | None:
     return write_jsonl(tmp / "python-doc-sources.jsonl", texts)
 
 
+def _perl_pod(tmp: Path) -> Path | None:
+    """Perl's documentation (Debian's perl-doc), one POD file a document, as prose: without its
+    indented verbatim blocks and its ``=`` commands. Held out from every rule of the verdict."""
+    if not PERL_POD.is_dir():
+        return None
+    texts = []
+    for path in sorted(PERL_POD.glob("*.pod")):
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        text = "\n".join(x for x in lines if x.strip() and not x.startswith((" ", "\t", "=")))
+        if len(text) > 500:
+            texts.append(text)
+    return write_jsonl(tmp / "perl-pod.jsonl", texts) if texts else None
+
+
+def _debian_reference(tmp: Path) -> Path | None:
+    """The Debian Reference (Debian's debian-reference-en), its prose in documents of about 8 KB
+    (runs of whole paragraphs; the chapters are few and long; each chapter's last run, if
+    shorter, is a document of its own). Held out, as above."""
+    texts = []
+    for page in sorted(DEBIAN_REFERENCE.glob("*.en.html")) if DEBIAN_REFERENCE.is_dir() else []:
+        parser = _Visible()
+        parser.feed(page.read_text(encoding="utf-8", errors="replace"))
+        text = re.sub(r"\n\s*\n+", "\n\n", re.sub(r"[ \t]+", " ", "".join(parser.parts))).strip()
+        piece: list[str] = []
+        for para in text.split("\n\n"):
+            piece.append(para)
+            if sum(map(len, piece)) >= 8192:
+                texts.append("\n\n".join(piece))
+                piece = []
+        if piece:
+            texts.append("\n\n".join(piece))
+    return write_jsonl(tmp / "debian-reference.jsonl", texts) if texts else None
+
+
+def _size(path: Path) -> str:
+    """A jsonl corpus's size: its documents and megabytes of text."""
+    texts = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]
+    return f"{len(texts)} documents, {sum(len(t.encode()) for t in texts) / 1e6:.1f} MB"
+
+
 def _gcide(tmp: Path) -> Path | None:
     """GCIDE (Debian's dict-gcide) in documents of about 64 KB, its first GCIDE_BYTES. Held out, as above."""
     texts, size = [], 0
@@ -342,6 +384,12 @@ def corpora(tmp: Path, quick: bool) -> list[tuple[str, Path | str, str]]:
     if (path := _python_docs_sources(tmp)) is not None:
         out.append(("Python 3.11 documentation sources, 12 MB (held-out text)", path,
                     "not self-similar: bytes steeper below ~72 bytes, as on the bundled docs (predicted)"))
+    if (path := _perl_pod(tmp)) is not None:
+        out.append((f"Perl documentation (POD) as prose, {_size(path)} (held-out text)", path,
+                    "self-similar or inconclusive, never not (predicted before its first run)"))
+    if (path := _debian_reference(tmp)) is not None:
+        out.append((f"Debian Reference, documents of about 8 KB, {_size(path)} (held-out text)", path,
+                    "inconclusive (predicted before its first run, for a corpus of a few MB)"))
     if (path := _gcide(tmp)) is not None:
         out.append(("GCIDE dictionary, first 20 MB (held-out text)", path,
                     "not self-similar or inconclusive; if decided, by bytes at the shortest scale (predicted)"))
