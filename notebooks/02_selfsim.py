@@ -89,6 +89,14 @@ pl.DataFrame([
 # two vocabulary sizes end up as the same tokenization, `selfsim.distinct` counts it once
 # (the verdict says so in its reasons).
 #
+# depstat also records whether each granularity's tokens give back the text they span
+# (`round_trips`: decoding the ids of the first megabyte of the sample gives the same
+# text). Bytes and byte-level BPE do; words do not, since splitting at whitespace drops it
+# and a word unseen in training becomes `[UNK]`:
+
+# %%
+pl.DataFrame([{"corpus": c, **{g: f["round_trips"] for g, f in p.granularities.items()}} for c, p in profiles.items()])
+#
 # ## Each granularity's kernel
 #
 # The first step is notebook 1's: `result.granularity_curve` takes a granularity's rows (offsets
@@ -205,15 +213,19 @@ plt.show()
 # kernel width, and the range the extension needs (s × L_train model tokens). It
 #
 # 1. puts every granularity's offsets on the byte axis and cuts it into cells 4× wide,
-#    from 4 model tokens up to the range needed (or the end of the model's profile);
+#    from 4 model tokens up to the range needed (or the end of the model's profile). Only
+#    granularities whose tokens give back their text see *the same text* dilated; words see
+#    other information (no whitespace, no rare words), so their cells are shown and not
+#    compared (the model granularity always is);
 # 2. fits the local slope α = −d log I / d log x (minus the slope drawn above, so that a
 #    decay counts positive) in each cell where a granularity is
 #    positive throughout, on the profile and on every jackknife replicate (the same
 #    document groups at every granularity); a slope's error is the replicates' and, in
 #    quadrature, how far it moves when every point of the cell moves by the profile's bias
 #    bound (all up or all down: the estimator's possible systematic error, which the
-#    replicates share and so cannot show), added to z · se unscaled as in the profile's
-#    intervals. Cells whose slope is known to worse than ± 0.25 (`selfsim.CELL_SE_MAX`, a fixed
+#    replicates share and so cannot show; the floor is refitted to the moved profile, since
+#    a bias that reaches every offset alike is what the floor takes up), added to z · se
+#    unscaled as in the profile's intervals. Cells whose slope is known to worse than ± 0.25 (`selfsim.CELL_SE_MAX`, a fixed
 #    rule) are dropped;
 # 3. measures the disagreement **D**: the largest distance of one granularity's slope from
 #    the mean slope of its cell, each distance with its standard error from the replicates,
@@ -260,12 +272,14 @@ def deviations(frame: pl.DataFrame) -> pl.DataFrame:
 
 fig, axes = plt.subplots(1, len(profiles), figsize=(6.5 * len(profiles), 4.5), sharey=True)
 for ax, (corpus, ss) in zip(axes, results.items()):
-    frame = cells.filter(pl.col("corpus") == corpus)
+    frame = cells.filter(pl.col("corpus") == corpus, pl.col("compared"))
     for k, g in enumerate(LADDER):
-        part = frame.filter(pl.col("granularity") == g)
+        part = cells.filter(pl.col("corpus") == corpus, pl.col("granularity") == g)
         if part.height:
             mid = np.sqrt(part["x_low"] * part["x_high"]) * 1.06 ** (k - 1.5)  # spread the markers a little
-            ax.errorbar(mid, part["slope"], yerr=part["se"], fmt="o", capsize=3, color=f"C{k}", label=g)
+            shown = "" if part["compared"].all() else " (shown, not compared)"
+            ax.errorbar(mid, part["slope"], yerr=part["se"], fmt="o", capsize=3, color=f"C{k}", label=g + shown,
+                        mfc="none" if shown else f"C{k}")
     for row in cell_mean(frame).iter_rows(named=True):
         ax.fill_between([row["x_low"], row["x_high"]], row["mean"] - ss.margin, row["mean"] + ss.margin,
                         color="grey", alpha=0.2, lw=0)
@@ -279,7 +293,7 @@ for corpus, ss in results.items():
     if ss.effect is None:
         print(f"{corpus}: no scale has two measurable granularities")
         continue
-    worst = deviations(cells.filter(pl.col("corpus") == corpus)).row(-1, named=True)
+    worst = deviations(cells.filter(pl.col("corpus") == corpus, pl.col("compared"))).row(-1, named=True)
     print(f"{corpus}: D = {ss.effect:.2f}, bounds [{ss.effect_bounds[0]:.2f}, {ss.effect_bounds[1]:.2f}], "
           f"margin {ss.margin:g}; farthest from its cell's mean: {worst['granularity']} at "
           f"{worst['x_low']:.0f}-{worst['x_high']:.0f} bytes (slope {worst['slope']:.2f} ± {worst['se']:.2f} "
@@ -299,12 +313,17 @@ for corpus, ss in results.items():
 #
 # - **Tree text.** The precise cells (bytes and the BPEs at the shortest scale, the model
 #   granularity among them) agree within the margin: *self-similar*, as built, over the byte
-#   range those cells span. The farthest cell is words', whose error is mostly its bias term
-#   (next section).
+#   range those cells span. Words' cell (hollow: shown, not compared) lies far below the
+#   others, an example of why tokens that lose part of the text are not compared; most of
+#   its error is its bias term (next section).
 # - **Natural text.** No granularity's kernel has a length of its own, so the verdict rests
-#   on the slopes alone, and at 466 KB there are none to compare: every cell's slope is
-#   known to worse than ± 0.25 once the bias bound counts, so the verdict is *inconclusive*,
-#   with "profile more tokens".
+#   on the slopes alone. At 18–72 bytes the byte profile falls much faster than the BPE
+#   profiles, and from 72 to 287 bytes it *rises* (a negative slope), where the BPE profiles
+#   keep falling: structure at a length fixed in bytes, of the order of a line of these
+#   docs (their code blocks are indented, their prose wrapped), which the BPE tokens,
+#   of varying lengths in bytes, do not show at one offset. The gap is beyond the margin
+#   even at its lower bound: *not self-similar*. The two BPE granularities alone agree (the
+#   ladders below), but their cells are not precise at 466 KB.
 # - **Arithmetic.** The granularities disagree by far more than the margin at tens of
 #   bytes (D's lower bound, printed above), and the byte kernel has a length of its own
 #   (tens of bytes, the table above). The rule's first step looks at the model granularity,
@@ -325,14 +344,15 @@ for corpus, ss in results.items():
 # %%
 def restated(ss, width) -> tuple[float | None, str]:
     """D from the cells, and the verdict from D's bounds, the margin and the kernel's kind."""
-    d = deviations(pl.DataFrame([vars(c) for c in ss.cells]))["dev"].max() if ss.cells else None
+    compared = pl.DataFrame([vars(c) for c in ss.cells if c.compared])
+    d = deviations(compared)["dev"].max() if compared.height else None
     own_length = width.kind in ("characteristic", "local")
     if ss.effect_bounds is None:
         return d, "not self-similar" if own_length else "inconclusive"
     low, _ = ss.effect_bounds
     if low > ss.margin or own_length:
         return d, "not self-similar"
-    precise = pl.DataFrame([vars(c) for c in ss.cells]).filter(pl.col("se") <= CELL_SE_PRECISE)
+    precise = compared.filter(pl.col("se") <= CELL_SE_PRECISE)
     shared = precise.filter(pl.len().over("x_low") >= 2)  # scales two precise granularities share
     with_model = MODEL in shared["granularity"].to_list()
     upper = ss.precise_bounds[1] if ss.precise_bounds else None
@@ -378,11 +398,14 @@ bias_table
 
 # %% [markdown]
 # The open-vocabulary granularities (words; BPE on a small corpus) have the largest shares.
-# Without the bias term the natural text comes out *not self-similar*, decided by its byte
-# cell against BPE and word slopes whose bias bounds are larger than I itself; with it, no
-# scale has two granularities whose slopes are known well enough to compare. The tree
-# text's verdict is the same either way at this size, but its words cell, whose bias bound
-# is most of I, is known less than half as well once the bias counts.
+# The verdicts are the same with and without the bias term at this size: the natural text's
+# bytes-against-BPE gap is larger than the BPE cells' bias terms, and the tree text's
+# precise cells carry small ones. What the term changes is how well each cell is known:
+# the tree text's words cell, whose bias bound is most of I, is known less than half as
+# well once the bias counts. The bias term moves every point by its bound and refits the
+# floor to the moved profile, so the part of the bias that reaches every offset alike goes
+# into the floor (as the floor is there to take it up) and only its change across a cell
+# moves the slope.
 
 # %% [markdown]
 # ## The verdict depends on choices
@@ -416,10 +439,11 @@ for corpus in profiles:
 
 # %% [markdown]
 # For the tree text, every ladder that puts bytes or bpe-1k beside bpe-8k is *self-similar*;
-# bpe-8k with words alone is *inconclusive*, since words' cells are not precise. For the
-# arithmetic, every ladder with bytes is *not self-similar*; without bytes it depends on the
-# rest (words beside bpe-8k still shows the disagreement, bpe-1k alone does not). For the
-# natural text, no ladder can decide at this size. The verdict is a
+# bpe-8k with words alone is *inconclusive*, since words are not compared and bpe-8k has
+# nothing left to be compared with. For the arithmetic, every ladder with bytes or bpe-1k is
+# *not self-similar*. For the natural text, every ladder with bytes is *not self-similar*;
+# without bytes it is *inconclusive*: bpe-1k and bpe-8k agree, but not precisely enough at
+# this size. The verdict is a
 # statement about the ladder profiled: profile bytes and words next to your model's
 # tokenizer before trusting it (the CLI's default ladder does).
 #
@@ -436,7 +460,8 @@ rows = []
 for m in (0.1, MARGIN, 0.5, 1.0, 3.0):
     for corpus in profiles:
         ss = self_similarity(above[corpus], MODEL, widths[corpus][MODEL], L_TARGET, L_TARGET / L_TRAIN, margin=m)
-        shared = cell_mean(pl.DataFrame([vars(c) for c in ss.cells])).height if ss.cells else 0
+        compared = [vars(c) for c in ss.cells if c.compared]
+        shared = cell_mean(pl.DataFrame(compared)).height if compared else 0
         rows.append({"margin": m, "corpus": corpus, "verdict": ss.verdict, "D": ss.effect,
                      "low": ss.effect_bounds[0] if ss.effect_bounds else None,
                      "high": ss.effect_bounds[1] if ss.effect_bounds else None,
@@ -459,11 +484,16 @@ for corpus, ss in results.items():
 # What the prose above says about these corpora:
 assert all(widths["tree text"][g].kind == "scale-free" for g in ("bytes", "bpe-1k", "bpe-8k"))
 assert results["tree text"].verdict == "self-similar" and MODEL in results["tree text"].reasons[0]
-tree_worst = deviations(cells.filter(pl.col("corpus") == "tree text")).row(-1, named=True)
-assert tree_worst["granularity"] == "words"
+tree_cells = {(c.granularity, round(c.x_low)): c for c in results["tree text"].cells}
+assert all(not c.compared for (g, _), c in tree_cells.items() if g == "words")
+assert all(c.compared for (g, _), c in tree_cells.items() if g != "words")
+assert abs(tree_cells["words", 86].slope - tree_cells["bytes", 86].slope) > MARGIN  # far below the others
+assert all(f["round_trips"] == (g != "words") for p in profiles.values() for g, f in p.granularities.items())
 assert all(w.kind == "scale-free" for w in widths["natural text"].values())
-assert results["natural text"].verdict == "inconclusive" and not results["natural text"].cells
-assert results["natural text"].reasons[0].startswith("fewer than two granularities have a measurable slope")
+natural_cells = {(c.granularity, round(c.x_low)): c for c in results["natural text"].cells}
+assert results["natural text"].verdict == "not self-similar" and results["natural text"].effect_bounds[0] > MARGIN
+assert natural_cells["bytes", 18].slope > 1 and max(natural_cells[g, 18].slope for g in ("bpe-1k", "bpe-8k")) < 0.6
+assert natural_cells["bytes", 72].slope < 0
 natural_shares = dict(bias_table.filter(pl.col("corpus") == "natural text")
                       .select("granularity", "median bias / I").iter_rows())
 assert natural_shares["bytes"] < 0.1 and all(natural_shares[g] > 1 for g in ("bpe-1k", "bpe-8k", "words"))
@@ -480,9 +510,10 @@ tree_ladders = dict(zip(subsets["ladder"], subsets["tree text"]))
 assert tree_ladders.pop(f"{MODEL} + words") == "inconclusive" and set(tree_ladders.values()) == {"self-similar"}
 assert set(with_bytes["arithmetic"]) == {"not self-similar"}
 arithmetic_ladders = dict(zip(subsets["ladder"], subsets["arithmetic"]))
-assert arithmetic_ladders[f"{MODEL} + words"] == "not self-similar"
-assert arithmetic_ladders[f"{MODEL} + bpe-1k"] == "inconclusive"
-assert set(subsets["natural text"]) == {"inconclusive"}
+assert arithmetic_ladders[f"{MODEL} + words"] == "inconclusive"
+assert arithmetic_ladders[f"{MODEL} + bpe-1k"] == "not self-similar"
+assert set(with_bytes["natural text"]) == {"not self-similar"} and set(without_bytes["natural text"]) == {"inconclusive"}
+assert dict(zip(subsets["ladder"], subsets["D (natural text)"]))[f"{MODEL} + bpe-1k"] < MARGIN
 for g in ("bpe-8k", "words"):  # the arithmetic's point-to-point slopes swing by several units
     assert np.abs(np.diff(local_slopes(above["arithmetic"][g].offsets, above["arithmetic"][g].mi)[1])).max() > 2
 # the cells do not depend on the margin, and the verdict moves one way as it grows
