@@ -214,7 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--report", action="store_true", help="also write report.html and report.md into --out (with --group-by, the groups too)")
     p.add_argument("--group-by", default=None, metavar="FIELD",
                    help="also profile and analyse each value of this record field (e.g. cluster_id, source) on its "
-                   "share of the sample: one table across groups; with --out, groups.parquet and groups/VALUE/")
+                   "share of the sample: one table across groups; with --out, a group column in profile.parquet and "
+                   "groups/VALUE/")
 
     s = sub.add_parser("selfsim", parents=[corpus, analysis], help="self-similarity report across granularities")
     s.add_argument("source", help=source_help)

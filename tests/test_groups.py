@@ -74,7 +74,13 @@ def test_cli_group_by_writes_every_group(mixed, tmp_path, capsys):
     groups = summary["groups"]
     assert groups["field"] == "source" and set(groups["groups"]) == {"arithmetic", "markov"}
     assert sum(g["n_docs"] for g in groups["groups"].values()) == 40  # the whole sample, shared out
-    assert set(pl.read_parquet(out / "groups.parquet")["group"].unique()) == {"arithmetic", "markov"}
+    rows = pl.read_parquet(out / "profile.parquet")
+    assert set(rows["group"].unique()) == {None, "arithmetic", "markov"} and not (out / "groups.parquet").exists()
+    whole = depstat.Profile.load(out)  # the whole corpus's rows, as without --group-by
+    assert whole.table.height == rows.filter(pl.col("group").is_null()).height and "group" not in whole.table.columns
+    for value in ("arithmetic", "markov"):  # each group's rows are its own saved profile's
+        assert rows.filter(pl.col("group") == value).drop("group").equals(
+            pl.read_parquet(out / "groups" / value / "profile.parquet"))
     assert (out / "groups.png").stat().st_size > 1000
     for value in ("arithmetic", "markov"):
         assert depstat.Profile.load(out / "groups" / value).table.height > 0

@@ -84,21 +84,22 @@ class Groups:
 
     @property
     def profiles(self) -> pl.DataFrame:
-        """Every group's profile table, with a ``group`` column."""
-        return pl.concat([g.profile.to_polars().with_columns(pl.lit(g.value).alias("group"))
-                          for g in self.groups if g.profile is not None], how="diagonal_relaxed")
+        """Every group's profile table, with a ``group`` column (no rows when no group was profiled)."""
+        tables = [g.profile.to_polars().with_columns(pl.lit(g.value, pl.String).alias("group"))
+                  for g in self.groups if g.profile is not None]
+        return pl.concat(tables, how="diagonal_relaxed") if tables else pl.DataFrame({"group": []}, {"group": pl.String})
 
     def to_dict(self) -> dict:
         return {"field": self.field, "groups": {g.value: {**g.to_dict(), "directory": f"groups/{directory(g.value)}"}
                                                 for g in self.groups}}
 
     def save(self, out: Path) -> None:
-        """groups.parquet (every group's profile, with a ``group`` column) and each group saved in groups/VALUE/."""
+        """Each group saved in groups/VALUE/ and the figure across groups, groups.png (their rows
+        go into profile.parquet's ``group`` column: ``Profile.save``)."""
         for g in self.groups:
             if g.profile is not None:
                 g.profile.save(out / "groups" / directory(g.value), g.analysis)
         if any(g.profile is not None for g in self.groups):
-            atomic_write(out / "groups.parquet", lambda p: self.profiles.write_parquet(p))
             fig = self.figure()
             atomic_write(out / "groups.png", lambda p: fig.savefig(p, dpi=110, format="png"))
 

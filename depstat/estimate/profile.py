@@ -176,8 +176,10 @@ class Profile:
     def save(self, out_dir: str | Path, analysis: object | None = None, groups: object | None = None) -> Path:
         """Write profile.parquet, replicates.parquet (the whole-profile replicates, when the profile
         has them) and summary.json into ``out_dir`` (created if needed); an ``analysis``
-        (``depstat.analyze``) adds its sections to summary.json, ``groups``
-        (``depstat.analysis.groups.profile_groups``) its ``groups`` section, groups.parquet and groups/VALUE/."""
+        (``depstat.analyze``) adds its sections to summary.json. ``groups``
+        (``depstat.analysis.groups.profile_groups``) adds its ``groups`` section and groups/VALUE/,
+        and a ``group`` column to profile.parquet: null on the whole corpus's rows, the group's
+        value on each group's rows (``load`` reads the whole corpus's)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         if groups is not None:
@@ -185,7 +187,11 @@ class Profile:
         if self.has_replicates:
             reps = self.replicates
             atomic_write(out / "replicates.parquet", lambda p: reps.write_parquet(p))
-        atomic_write(out / "profile.parquet", lambda p: self.to_polars().write_parquet(p))
+        table = self.to_polars()
+        if groups is not None and groups.profiles.height:
+            table = pl.concat([table.with_columns(pl.lit(None, pl.String).alias("group")), groups.profiles],
+                              how="diagonal_relaxed")
+        atomic_write(out / "profile.parquet", lambda p: table.write_parquet(p))
         summary = {**self.summary(), **(analysis.to_dict() if analysis is not None else {}),
                    **({"groups": groups.to_dict()} if groups is not None else {})}
         text = json.dumps(summary, indent=2, default=_json_default)
@@ -204,8 +210,11 @@ class Profile:
             k: {f: v for f, v in g.items() if f not in _DERIVED}
             for k, g in summary["granularities"].items()
         }
+        table = pl.read_parquet(out / "profile.parquet")
+        if "group" in table.columns:  # saved with groups: the whole corpus's rows
+            table = table.filter(pl.col("group").is_null()).drop("group")
         return cls(
-            table=_with_replicates(pl.read_parquet(out / "profile.parquet"), out / "replicates.parquet"),
+            table=_with_replicates(table, out / "replicates.parquet"),
             granularities=grans,
             corpus=summary["corpus"],
             sampling=summary["sampling"],
