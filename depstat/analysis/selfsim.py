@@ -295,7 +295,8 @@ def self_similarity(
             f"by {factor:g} needs: the verdict holds for the profiled range only"
         )
     if noisy:
-        reasons.append(f"{noisy} slope cells known to worse than ± {CELL_SE_MAX:g} were left out")
+        reasons.append(f"{noisy} slope cell{'s' if noisy > 1 else ''} known to worse than ± {CELL_SE_MAX:g} "
+                       f"{'were' if noisy > 1 else 'was'} left out")
     if dil is not None and np.isfinite(dil.spread):
         reasons.append(
             f"dilation at {model}: its local slope varies by {dil.spread:.2f} ± {dil.spread_se:.2f} across "
