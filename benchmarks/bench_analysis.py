@@ -20,7 +20,11 @@ Run: python benchmarks/bench_analysis.py [--quick]
    GCIDE (dict-gcide), and a mix of the English prose corpora (KJV books, fortunes, the English
    handbook, the Linux and Python documentation, the Devil's Dictionary). Each row says what was
    expected before the run and what came out.
-3. Calibration (printed between 1 and 2): the verdict on synthetic profiles of known shape
+3. Clusters in Nemotron-ClimbMix's shape (issue 31), printed last: the Linux and Perl
+   documentation, tree text and arithmetic as clusters of one corpus of token ids (a byte-level
+   BPE of 4096 trained on all of them, two parquet parts sorted by cluster), decoded with that
+   tokenizer and profiled per cluster (``profile_groups``), each with its verdict.
+4. Calibration (printed between 1 and 2): the verdict on synthetic profiles of known shape
    (``noisy_curve``), today's rule against one where every measured cell decides.
 """
 
@@ -53,6 +57,7 @@ from depstat.estimate.profile import log_offsets, mi_profile
 from depstat.io.synth import (
     TEXT_ALPHABET,
     arithmetic_jsonl,
+    arithmetic_problems,
     block_exact_mi,
     block_sequences,
     markov_text,
@@ -476,6 +481,62 @@ def verdicts(quick: bool) -> None:
                   + (f" beta_fast {ext.beta_fast:.3g}" if ext.beta_fast else ""))
 
 
+CLUSTER_TOKENIZER = 4096  # the ids' tokenizer in the ClimbMix-shaped corpus (ClimbMix's is GPT-2's)
+
+
+def clusters(quick: bool) -> None:
+    """Clusters of known kind in ClimbMix's shape, profiled and analysed per cluster."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from depstat.analysis.groups import profile_groups
+    from depstat.analysis.result import Settings
+    from depstat.io.corpus import open_corpus
+    from depstat.tokenize.granularity import train_bpe
+
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        texts = {}
+        for name, build in (("linux-docs", _linux_docs), ("perl-pod", _perl_pod)):
+            if (path := build(tmp)) is not None:
+                texts[name] = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]
+        texts["tree"] = tree_text(300 if quick else 2000, seed=3)
+        texts["arithmetic"] = arithmetic_problems(120 if quick else 300, seed=1)
+        if quick:
+            texts = {k: v[:300] for k, v in texts.items()}
+        tok = train_bpe([t for group in texts.values() for t in group], CLUSTER_TOKENIZER)
+        tok_path = tmp / "tok" / "tokenizer.json"
+        tok_path.parent.mkdir()
+        tok.save(str(tok_path))
+        rows = [(c, e.ids) for c, group in sorted(texts.items()) for e in tok.encode_batch(group, add_special_tokens=False)]
+        half = len(rows) // 2
+        for part, chunk in enumerate((rows[:half], rows[half:])):
+            pq.write_table(pa.table({"tokens": [ids for _, ids in chunk], "token_count": [len(ids) for _, ids in chunk],
+                                     "cluster_id": [c for c, _ in chunk]}), str(tmp / f"part-{part}.parquet"))
+        print(f"\n== clusters in ClimbMix's shape: {len(rows)} records of token ids (a byte-level BPE of "
+              f"{CLUSTER_TOKENIZER} trained on all clusters), two parquet parts sorted by cluster; decoded with "
+              f"--ids-tokenizer, grouped by cluster_id, granularities {', '.join(GRANULARITIES[:3])} and the "
+              f"ids' tokenizer; head dim {HEAD_DIM}, L_train {L}, target {TARGET}")
+        t0 = time.perf_counter()
+        corpus = open_corpus(str(tmp / "*.parquet"), ids_tokenizer=str(tok_path), group_field="cluster_id")
+        groups = profile_groups(corpus, Settings(head_dim=HEAD_DIM, train_length=L, target_length=TARGET),
+                                granularities=GRANULARITIES[:3], max_offset=L)
+        print(f"({time.perf_counter() - t0:.0f} s)")
+        for g in groups.groups:
+            if g.analysis is None:
+                print(f"\n{g.value}: {g.error}")
+                continue
+            ss, w = g.analysis.self_similarity, g.analysis.widths[g.analysis.granularity]
+            mb = g.profile.granularities["bytes"]["n_bytes"] / 1e6
+            precise = (f"{ss.precise_effect:.2f} [{max(ss.precise_bounds[0], 0):.2f}, {ss.precise_bounds[1]:.2f}] over "
+                       f"{ss.precise_range[0]:.0f}-{ss.precise_range[1]:.0f} bytes" if ss.precise_effect is not None
+                       else "none")
+            print(f"\n{g.value}: {g.n_docs} documents, {mb:.1f} MB; model granularity {g.analysis.granularity}: {_w(w)}")
+            print(f"  verdict:  {ss.verdict}; precise cells: {precise}")
+            print(f"  reason:   {ss.reasons[0]}")
+            print(f"  cells:    {_cell_list(ss)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer block sizes and smaller corpora")
@@ -483,6 +544,7 @@ def main() -> None:
     widths(args.quick)
     calibration(args.quick)
     verdicts(args.quick)
+    clusters(args.quick)
 
 
 if __name__ == "__main__":
