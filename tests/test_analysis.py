@@ -306,15 +306,22 @@ def test_a_bias_that_reaches_every_offset_alike_goes_into_the_floor() -> None:
     assert np.array_equal(replace(ex, bias=None).bias_moves[0], ex.mi)  # no bound: nothing moves
 
 
-def test_the_dilation_check_sees_a_slope_that_changes_with_scale() -> None:
-    """Reported beside the verdict: the model granularity's slope from one precise cell to the next."""
+def test_a_slope_that_changes_with_scale_alike_everywhere_is_not_self_similar() -> None:
+    """A broken power law (0.4, then 1.0 past 300 bytes) above a floor at every granularity: the
+    granularities agree at each scale, which the comparison across them cannot tell from a power
+    law, but the model granularity's slope changes from one precise cell to the next by about
+    0.6, so a dilation changes the shape: not self-similar, by the dilation check. A power law
+    keeps its slope, within bounds below the margin, and is self-similar."""
     def broken(x: np.ndarray) -> np.ndarray:
-        return np.where(x < 300, 0.5 * x**-0.4, 0.5 * 300**-0.4 * (x / 300) ** -1.0)
+        return np.where(x < 300, 0.5 * x**-0.4, 0.5 * 300**-0.4 * (x / 300) ** -1.0) + 0.002
 
-    kept = _verdict({n: (b, lambda x: 0.5 * x**-0.7) for n, b in LADDER.items()}, "bpe-8k")
     bent = _verdict({n: (b, broken) for n, b in LADDER.items()}, "bpe-8k")
-    assert kept.dilation.spread < 0.1 and kept.dilation.n_cells >= 3
-    assert bent.dilation.spread == pytest.approx(0.6, abs=0.15) and bent.dilation.spread_se < 0.1
+    assert bent.precise_bounds[1] < MARGIN  # the granularities agree at each scale
+    assert bent.dilation.spread == pytest.approx(0.6, abs=0.15) and bent.dilation.bounds[0] > MARGIN
+    assert bent.verdict == "not self-similar" and "so a dilation changes the profile's shape" in bent.reasons[0]
+    kept = _verdict({n: (b, lambda x: 0.5 * x**-0.7 + 0.002) for n, b in LADDER.items()}, "bpe-8k")
+    assert kept.dilation.n_cells >= 2 and kept.dilation.bounds[1] < MARGIN and kept.verdict == "self-similar"
+    assert any(r.startswith("dilation: bpe-8k's local slope varies by") for r in kept.reasons)
 
 
 # ---------------------------------------------------------------- end to end on generated corpora

@@ -38,11 +38,14 @@ inform it:
 - ``not self-similar`` when the model granularity's kernel has a length of its own
   (``depstat.analysis.dependency``: an exponential decay well inside the profiled range), which a
   dilation moves, or when some measured cell (slope known to ``CELL_SE_MAX``) deviates beyond
-  the margin: max_k(|dev_k| - t_B se_k) > margin, t_B Bonferroni-corrected over the cells;
+  the margin: max_k(|dev_k| - t_B se_k) > margin, t_B Bonferroni-corrected over the cells, or
+  when the model granularity's slope changes across scales by more than the margin (the
+  dilation check below);
 - ``self-similar`` when every precise cell (slope known to ``CELL_SE_PRECISE``) lies within the
   margin, max_k(|dev_k| + t se_k) < margin (an intersection-union test), the model granularity
-  among them, and there is no such length; the verdict holds over the byte range those cells
-  span, which the reasons give;
+  among them, its slope stays within the margin across scales where that can be measured (the
+  dilation check below), and there is no such length; the verdict holds over the byte range
+  those cells span, which the reasons give;
 - ``inconclusive`` otherwise, with the reason.
 
 A cell whose slope is known to ± se can show equivalence only if t se < margin; near the margin
@@ -55,10 +58,14 @@ A length fixed in bytes passes the cross-granularity comparison when the tokeniz
 close (a 2-byte BPE barely smooths a 20-byte kernel), which is why the kernel's kind decides
 first.
 
-A direct dilation check at the model granularity reports how far apart its local slopes lie
+A direct dilation check at the model granularity measures how far apart its local slopes lie
 across its precise cells (max - min; a cell's slope is that of log I between r and 4r, so a
 dilation by 4 keeps the shape only if they agree); 0 for a power law, biased upward by noise.
-It is reported, it does not decide: the verdict compares granularities at each scale.
+Comparing granularities at each scale cannot see a slope that changes with scale alike at every
+granularity (a broken power law), which a dilation changes: so where the model granularity has
+two precise cells, ``self-similar`` also needs the spread's upper bound below the margin, and a
+lower bound above it makes the verdict ``not self-similar`` (bounds spread -+ hypot(t se, b),
+b the two extreme cells' bias terms in quadrature).
 
 ``dilation_test`` checks PI's premise on two corpora (data at the training length and data at
 the target length): whether the kernel width grows by the extension factor.
@@ -104,7 +111,9 @@ class SlopeCell:
 @dataclass(frozen=True)
 class Dilation:
     """The model granularity's local slopes over ``n_cells`` precise cells, each ``factor`` (CELL)
-    times wide, spanning ``r_low`` to ``r_high`` tokens: their spread (max - min, slope units)."""
+    times wide, spanning ``r_low`` to ``r_high`` tokens: their spread (max - min, slope units),
+    its replicate error, the bias terms of the two extreme cells in quadrature (``bias``), and
+    one-sided bounds spread -+ hypot(t se, bias) (``bounds``)."""
 
     granularity: str
     factor: float
@@ -113,6 +122,8 @@ class Dilation:
     spread: float
     spread_se: float
     n_cells: int
+    bias: float = 0.0
+    bounds: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -196,9 +207,12 @@ def dilation_check(found: list[tuple], cell_se: np.ndarray, model: str, weights:
     reps = np.array([f[5] for f, _ in own])
     spread = float(slopes.max() - slopes.min())
     se, _, _ = replicate_interval(spread, reps.max(axis=0) - reps.min(axis=0), weights, confidence)
+    bias = math.hypot(own[int(slopes.argmax())][0][7], own[int(slopes.argmin())][0][7])
+    t = stats.t.ppf(confidence, max(int(np.sum(weights > 0)) - 1, 1))
+    half = math.hypot(t * se, bias) if np.isfinite(se) else math.inf
     unit = own[0][0][0].bytes_per_token or 1.0
     return Dilation(model, CELL, float(own[0][0][2] / unit), float(max(f[3] for f, _ in own) / unit), spread, se,
-                    len(own))
+                    len(own), bias, (spread - half, spread + half))
 
 
 @dataclass(frozen=True)
@@ -297,18 +311,22 @@ def self_similarity(
     if noisy:
         reasons.append(f"{noisy} slope cell{'s' if noisy > 1 else ''} known to worse than ± {CELL_SE_MAX:g} "
                        f"{'were' if noisy > 1 else 'was'} left out")
-    if dil is not None and np.isfinite(dil.spread):
-        reasons.append(
-            f"dilation at {model}: its local slope varies by {dil.spread:.2f} ± {dil.spread_se:.2f} across "
-            f"{dil.n_cells} precise cells spanning r = {dil.r_low:.0f}-{dil.r_high:.0f} tokens (0 for a profile a "
-            "dilation keeps; reported, not part of the verdict)"
-        )
+    dil_bounds = dil.bounds if dil is not None and np.isfinite(dil.spread) else None
+    dil_text = (f"{model}'s local slope varies by {dil.spread:.2f} [{max(dil_bounds[0], 0):.2f}, {dil_bounds[1]:.2f}] "
+                f"across its {dil.n_cells} precise cells, r = {dil.r_low:.0f}-{dil.r_high:.0f} tokens (0 for a profile "
+                "a dilation keeps)") if dil_bounds is not None else None
+    dil_beyond = dil_bounds is not None and dil_bounds[0] > margin
+    dil_within = dil_bounds is None or dil_bounds[1] < margin
+    if dil_text:
+        reasons.append(f"dilation: {dil_text}")
     common = dict(margin=margin, needed_tokens=float(needed_tokens), dilation=dil, duplicates=duplicates or {})
     own_length = width.kind in ("local", "characteristic")
     if own_length:
         reasons.insert(0, f"{model} has a length of its own, which a dilation would move: {width.reason}")
     if not any(sum(g[1] == f[1] for g in found) >= 2 for f in found):
-        if own_length:
+        if own_length or dil_beyond:
+            if dil_beyond:
+                reasons.insert(0, f"{dil_text}: beyond the margin {margin:g}, so a dilation changes the profile's shape")
             return SelfSimilarity("not self-similar", tuple(reasons), None, None, alpha=None,
                                   bytes_range=(x_low, x_high), cells=tuple(shown), **common)
         reasons.insert(0, f"fewer than two granularities have a measurable slope at a common scale between "
@@ -341,14 +359,22 @@ def self_similarity(
                       f"{sharp_span[1]:.0f} bytes) agree within {sharp[0]:.2f} [{max(sharp[1], 0):.2f}, {sharp[2]:.2f}]")
         if not with_model:
             sharp_text += f", but none of them is {model}'s, the granularity the advice is for"
+    agree = sharp is not None and sharp[2] < margin and with_model
     if lo > margin:
         verdict, why = "not self-similar", f"{text}: beyond the margin {margin:g}, so the shape changes with scale"
     elif own_length:
         verdict, why = "not self-similar", f"{text}; the granularities agree, but on a kernel of fixed length"
-    elif sharp is not None and sharp[2] < margin and with_model:
-        verdict, why = "self-similar", (f"{text}; {sharp_text}: within the margin {margin:g}, and no length of its "
-                                        f"own, so a dilation keeps the profile's shape from {sharp_span[0]:.0f} to "
-                                        f"{sharp_span[1]:.0f} bytes")
+    elif dil_beyond:
+        verdict, why = "not self-similar", (f"{text}; {dil_text}: beyond the margin {margin:g}, so a dilation "
+                                            "changes the profile's shape")
+    elif agree and dil_within:
+        steady = f"; {dil_text}: within it too" if dil_text else ""
+        verdict, why = "self-similar", (f"{text}; {sharp_text}: within the margin {margin:g}{steady}, and no length of "
+                                        f"its own, so a dilation keeps the profile's shape from {sharp_span[0]:.0f} "
+                                        f"to {sharp_span[1]:.0f} bytes")
+    elif agree:
+        verdict, why = "inconclusive", (f"{text}; {sharp_text}: within the margin {margin:g}, but {dil_text}: not "
+                                        "shown within it; profile more tokens to decide")
     else:
         verdict, why = "inconclusive", (f"{text}; {sharp_text}: not shown within the margin {margin:g}; "
                                         "profile more tokens to decide")
