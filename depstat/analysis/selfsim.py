@@ -196,6 +196,11 @@ def _deviations(slopes: np.ndarray, se: np.ndarray, cell: np.ndarray) -> np.ndar
     return out
 
 
+def _dof(weights: np.ndarray) -> int:
+    """Degrees of freedom of a statistic's replicate error: the groups holding pairs, less one."""
+    return max(int(np.sum(weights > 0)) - 1, 1)
+
+
 def dilation_check(found: list[tuple], cell_se: np.ndarray, model: str, weights: np.ndarray,
                    confidence: float = 0.95) -> Dilation | None:
     """How far apart the model granularity's local slopes lie over its precise cells (max - min,
@@ -208,8 +213,7 @@ def dilation_check(found: list[tuple], cell_se: np.ndarray, model: str, weights:
     spread = float(slopes.max() - slopes.min())
     se, _, _ = replicate_interval(spread, reps.max(axis=0) - reps.min(axis=0), weights, confidence)
     bias = math.hypot(own[int(slopes.argmax())][0][7], own[int(slopes.argmin())][0][7])
-    t = stats.t.ppf(confidence, max(int(np.sum(weights > 0)) - 1, 1))
-    half = math.hypot(t * se, bias) if np.isfinite(se) else math.inf
+    half = math.hypot(stats.t.ppf(confidence, _dof(weights)) * se, bias) if np.isfinite(se) else math.inf
     unit = own[0][0][0].bytes_per_token or 1.0
     return Dilation(model, CELL, float(own[0][0][2] / unit), float(max(f[3] for f, _ in own) / unit), spread, se,
                     len(own), bias, (spread - half, spread + half))
@@ -403,7 +407,7 @@ def _disagreement(found: list[tuple], cell_se: np.ndarray, weights: np.ndarray,
     dev_reps = np.array([_deviations(reps[:, g], cell_se, cell) for g in range(reps.shape[1])]).T
     bias = np.array([f[7] for f in found])[shared]
     se = np.array([replicate_interval(v, r, weights, confidence)[0] for v, r in zip(dev[shared], dev_reps[shared])])
-    df = max(int(np.sum(weights > 0)) - 1, 1)
+    df = _dof(weights)
     t, t_b = stats.t.ppf(confidence, df), stats.t.ppf(1 - (1 - confidence) / shared.sum(), df)
     a = np.abs(dev[shared])
     w = 1 / np.maximum(cell_se, 1e-3) ** 2

@@ -188,9 +188,9 @@ class Profile:
             reps = self.replicates
             atomic_write(out / "replicates.parquet", lambda p: reps.write_parquet(p))
         table = self.to_polars()
-        if groups is not None and groups.profiles.height:
-            table = pl.concat([table.with_columns(pl.lit(None, pl.String).alias("group")), groups.profiles],
-                              how="diagonal_relaxed")
+        rows = groups.profiles if groups is not None else None
+        if rows is not None and rows.height:
+            table = pl.concat([table.with_columns(pl.lit(None, pl.String).alias("group")), rows], how="diagonal_relaxed")
         atomic_write(out / "profile.parquet", lambda p: table.write_parquet(p))
         summary = {**self.summary(), **(analysis.to_dict() if analysis is not None else {}),
                    **({"groups": groups.to_dict()} if groups is not None else {})}
