@@ -425,12 +425,14 @@ def corpora(tmp: Path, quick: bool) -> list[tuple[str, Path | str, str]]:
     return out
 
 
-def _verdict_without_bias_term(p: depstat.Profile, a: depstat.Analysis) -> str:
-    """The verdict with every cell's slope error from the replicates alone (the profile's bias
-    bounds left out), as before the cells' errors took them in."""
+def _verdict_without(p: depstat.Profile, a: depstat.Analysis, left_out: str) -> str:
+    """The verdict with one part of the rule left out: "bias term" (every cell's slope error from
+    the replicates alone, as before the cells' errors took the bias bounds in) or "floor" (the
+    slopes of I itself, no fitted floor subtracted)."""
     names, duplicates = selfsim.distinct(p.table)
     fits = {n: fitted(granularity_curve(p, n)) for n in names}
-    curves = {n: dataclasses.replace(f.excess(), bias=None) for n, f in fits.items()}
+    curves = {n: dataclasses.replace(f.excess(), bias=None) if left_out == "bias term" else f.curve
+              for n, f in fits.items()}
     ss = selfsim.self_similarity(curves, a.granularity, a.widths[a.granularity], TARGET, TARGET / L,
                                  duplicates=duplicates)
     return ss.verdict + (f", precise D {ss.precise_effect:.2f} [{max(ss.precise_bounds[0], 0):.2f}, "
@@ -466,10 +468,13 @@ def verdicts(quick: bool) -> None:
                   f"(margin {ss.margin:g})")
             print(f"  reason:   {ss.reasons[0]}")
             print(f"  cells:    {_cell_list(ss)}")
-            print(f"  without the bias bound in the cells' errors (the rule before): {_verdict_without_bias_term(p, a)}")
+            print(f"  without the bias bound in the cells' errors (the rule before): "
+                  f"{_verdict_without(p, a, 'bias term')}")
+            print(f"  without the floor subtracted (slopes of I itself): {_verdict_without(p, a, 'floor')}")
             dil = ss.dilation
-            print(f"  dilation: {dil.spread:.2f} ± {dil.spread_se:.2f} over r = {dil.r_low:.0f}-{dil.r_high:.0f} "
-                  f"{a.granularity} tokens ({dil.n_cells} precise cells)" if dil is not None
+            print(f"  dilation: {dil.spread:.2f} ± {dil.spread_se:.2f} [{max(dil.bounds[0], 0):.2f}, {dil.bounds[1]:.2f}] "
+                  f"over r = {dil.r_low:.0f}-{dil.r_high:.0f} {a.granularity} tokens ({dil.n_cells} precise cells)"
+                  if dil is not None
                   else "  dilation: fewer than two precise cells at the model granularity")
             for g, w in a.widths.items():
                 print(f"  {g:>8}: {p.granularities[g]['bytes_per_token']:.2f} bytes/token, {_w(w)}, floor "
