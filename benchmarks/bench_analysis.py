@@ -142,7 +142,7 @@ def _calibration_shape(kind: str, name: str, bpt: float, x: np.ndarray) -> np.nd
 def calibration(quick: bool) -> None:
     """The verdict on synthetic profiles of known shape (noisy_curve's replicates), under today's
     rule and with every measured cell on the equivalence side (the rule before CELL_SE_PRECISE),
-    and the median dilation spread at bpe-8k (today's rule)."""
+    and the median spread of the deciding dilation check (today's rule)."""
     seeds = 4 if quick else 12
     offsets = log_offsets(2048)
     kinds = {"power law": "self-similar", "bytes steeper": "not self-similar",
@@ -471,11 +471,10 @@ def verdicts(quick: bool) -> None:
             print(f"  without the bias bound in the cells' errors (the rule before): "
                   f"{_verdict_without(p, a, 'bias term')}")
             print(f"  without the floor subtracted (slopes of I itself): {_verdict_without(p, a, 'floor')}")
-            dil = ss.dilation
-            print(f"  dilation: {dil.spread:.2f} ± {dil.spread_se:.2f} [{max(dil.bounds[0], 0):.2f}, {dil.bounds[1]:.2f}] "
-                  f"over r = {dil.r_low:.0f}-{dil.r_high:.0f} {a.granularity} tokens ({dil.n_cells} precise cells)"
-                  if dil is not None
-                  else "  dilation: fewer than two precise cells at the model granularity")
+            print("  dilation: " + ("; ".join(
+                f"{d.granularity} {d.spread:.2f} ± {d.spread_se:.2f} [{max(d.bounds[0], 0):.2f}, {d.bounds[1]:.2f}] "
+                f"over r = {d.r_low:.0f}-{d.r_high:.0f} tokens ({d.n_cells} precise cells)" for d in ss.dilations)
+                or "no granularity has two precise cells"))
             for g, w in a.widths.items():
                 print(f"  {g:>8}: {p.granularities[g]['bytes_per_token']:.2f} bytes/token, {_w(w)}, floor "
                       f"{w.floor if w.floor is not None else float('nan'):.4f} bits")
