@@ -330,13 +330,14 @@ for corpus, ss in results.items():
 #   whose kernel comes out scale-free within the profiled range (its reason above): here the
 #   slopes decide.
 #
-# Where it can be computed (two or more precise cells at the model granularity), the
-# verdict also takes a direct **dilation check**: how much the model granularity's slope
-# changes from one cell to the next, that is how much log I(4r) − log I(r) varies over r,
-# in slope units (zero for a power law), with bounds from the replicates and the two cells'
-# bias terms. Comparing granularities at each scale cannot see a slope that changes with
-# scale alike at every granularity; this check can: its lower bound above the margin makes
-# the verdict *not self-similar*, and *self-similar* needs its upper bound below the margin.
+# Where it can be computed (two or more precise cells at a granularity), the verdict also
+# takes a direct **dilation check**: how much a granularity's slope changes from one cell
+# to the next, that is how much log I(4r) − log I(r) varies over r, in slope units (zero
+# for a power law), with bounds from the replicates and the two cells' bias terms.
+# Comparing granularities at each scale cannot see a slope that changes with scale alike at
+# every granularity; this check can. Any compared granularity's lower bound above the margin
+# makes the verdict *not self-similar*; *self-similar* needs the model granularity's upper
+# bound below the margin (`ss.dilations` holds every check, the model's first).
 # The reasons also say when the profile ends before the s × L_train tokens the extension
 # needs: the verdict then holds for the profiled range only.
 #
@@ -350,8 +351,8 @@ def restated(ss, width) -> tuple[float | None, str]:
     compared = pl.DataFrame([vars(c) for c in ss.cells if c.compared])
     d = deviations(compared)["dev"].max() if compared.height else None
     own_length = width.kind in ("characteristic", "local")
-    dilation_beyond = ss.dilation is not None and ss.dilation.bounds[0] > ss.margin
-    dilation_within = ss.dilation is None or ss.dilation.bounds[1] < ss.margin
+    dilation_beyond = any(c.bounds[0] > ss.margin for c in ss.dilations)
+    dilation_within = all(c.bounds[1] < ss.margin for c in ss.dilations if c.granularity == MODEL)
     if ss.effect_bounds is None:
         return d, "not self-similar" if own_length or dilation_beyond else "inconclusive"
     low, _ = ss.effect_bounds
