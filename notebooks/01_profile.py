@@ -426,7 +426,7 @@ plt.show()
 
 # %%
 bpe = table.filter(pl.col("granularity") == "bpe-8k")
-groups = prof.replicates.filter(pl.col("granularity") == "bpe-8k")["group"].n_unique()
+groups = prof.replicates.filter(pl.col("granularity") == "bpe-8k")["replicate"].n_unique()
 print(f"{summary['corpus']['documents_read']} documents in {groups} jackknife groups "
       f"({summary['interval']['method'].split(';')[0]})")
 print(f"bpe-8k noise floor: {bpe['noise_floor'].min():.2f} to {bpe['noise_floor'].max():.2f} bits; "

@@ -176,15 +176,18 @@ def test_replicates_are_whole_profiles_of_the_same_groups(
 ) -> None:
     p = depstat.profile(str(grouped[0]), granularities=["bytes", "bpe-300"], max_offset=64, n_blocks=8)
     reps = p.replicates
-    assert set(reps["group"].unique()) == set(range(8))
+    assert set(reps["replicate"].unique()) == set(range(8))
     # a group holds the same documents at every granularity: its share of the pairs at offset 1 is alike
     share = reps.filter(pl.col("offset") == 1).with_columns(
         (pl.col("group_pairs") / pl.col("group_pairs").sum().over("granularity")).alias("share"))
-    wide = share.pivot(on="granularity", index="group", values="share")
+    wide = share.pivot(on="granularity", index="replicate", values="share")
     assert np.allclose(wide["bytes"], wide["bpe-300"], atol=0.05)
     p.save(tmp_path / "out")  # the analysis needs them, so they are always saved
     back = Profile.load(tmp_path / "out")
     assert back.replicates.equals(reps)
+    old = tmp_path / "out" / "replicates.parquet"  # as saved before its column was named replicate
+    pl.read_parquet(old).rename({"replicate": "group"}).write_parquet(old)
+    assert Profile.load(tmp_path / "out").replicates.equals(reps)
     (tmp_path / "out" / "replicates.parquet").unlink()
     with pytest.raises(depstat.DepstatError, match="no replicates"):
         Profile.load(tmp_path / "out").replicates

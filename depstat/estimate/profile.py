@@ -122,8 +122,10 @@ class Profile:
 
     @property
     def replicates(self) -> pl.DataFrame:
-        """Whole-profile jackknife replicates, one row per (granularity, group, offset): the
-        estimate without that group's documents (``mi_bits``) and the pairs the group holds.
+        """Whole-profile jackknife replicates, one row per (granularity, replicate, offset): the
+        estimate without jackknife group ``replicate``'s documents (``mi_bits``) and the pairs
+        that group holds (``group_pairs``). Named ``replicate``, not ``group``, apart from the
+        ``group`` of ``--group-by`` in profile.parquet.
         A group is the same documents at every offset and, from ``profile()``, at every
         granularity, so a statistic of the whole profile (W, a slope) computed on each
         replicate keeps the covariance across offsets. With ``population="fixed"`` a group
@@ -132,11 +134,11 @@ class Profile:
             raise DepstatError("this profile holds no replicates", hint="profile again with intervals")
         return (
             self.table.select("granularity", "offset", "replicates", "group_pairs")
-            .with_columns(pl.int_ranges(pl.col("replicates").list.len()).alias("group"))
-            .explode("replicates", "group_pairs", "group")
+            .with_columns(pl.int_ranges(pl.col("replicates").list.len()).alias("replicate"))
+            .explode("replicates", "group_pairs", "replicate")
             .filter(pl.col("group_pairs") > 0)
-            .select("granularity", "group", "offset", pl.col("replicates").alias("mi_bits"), "group_pairs")
-            .sort("granularity", "group", "offset")
+            .select("granularity", "replicate", "offset", pl.col("replicates").alias("mi_bits"), "group_pairs")
+            .sort("granularity", "replicate", "offset")
         )
 
     def summary(self) -> dict:
@@ -229,12 +231,14 @@ def _with_replicates(table: pl.DataFrame, path: Path) -> pl.DataFrame:
     if not path.is_file():
         return table.with_columns(pl.lit(None, SCHEMA[c]).alias(c) for c in REPLICATE_COLUMNS)
     reps = pl.read_parquet(path)
-    groups = int(reps["group"].max()) + 1 if reps.height else 0
+    if "group" in reps.columns:  # saved before the column was named replicate
+        reps = reps.rename({"group": "replicate"})
+    n = int(reps["replicate"].max()) + 1 if reps.height else 0
     full = (
         table.select("granularity", "offset")
-        .join(pl.DataFrame({"group": np.arange(groups, dtype=np.int64)}), how="cross")
-        .join(reps, on=["granularity", "offset", "group"], how="left")
-        .sort("granularity", "offset", "group")
+        .join(pl.DataFrame({"replicate": np.arange(n, dtype=np.int64)}), how="cross")
+        .join(reps, on=["granularity", "offset", "replicate"], how="left")
+        .sort("granularity", "offset", "replicate")
         .group_by("granularity", "offset", maintain_order=True)
         .agg(pl.col("mi_bits").fill_null(np.nan).alias("replicates"), pl.col("group_pairs").fill_null(0))
     )
