@@ -15,7 +15,13 @@ and median times and per round (each round runs both back to back), and the larg
 difference of MI and of its standard error between the versions (0.0 when a change leaves
 every figure alone).
 
-Run: ``python benchmarks/bench_versions.py --base REV [--tokens N] [--streams bytes,words] [--rounds K]``.
+With ``--shard-tables``, the Dask engine's shard task instead: ``tables.shard_tables`` over the
+whole stream for a batch of 4 offsets x (real pairs, rotation null), as ``DaskCounter`` asks for
+it (``distributed.batch_spec``), at offsets 1-4, 256-724 and 1024-2048; printed: each version's
+best and median milliseconds, head / base, and whether the tables hold the same cells and counts.
+
+Run: ``python benchmarks/bench_versions.py --base REV [--tokens N] [--streams bytes,words] [--rounds K]
+[--shard-tables]``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ from bench_speed import (
 )
 from benchlib import format_table, machine_line
 
+from depstat.count.distributed import batch_spec
+from depstat.count.tables import shard_tables
 from depstat.estimate.profile import mi_profile
 from depstat.tokenize.granularity import train_words
 from depstat.tokenize.stream import TokenStream
@@ -80,7 +88,7 @@ def export_base(rev: str) -> tuple[str, Path]:
     return sha, home
 
 
-BASE_LAYOUT = {"profile": "estimate.profile", "stream": "tokenize.stream"}  # where a module lives since the package has subpackages
+BASE_LAYOUT = {"profile": "estimate.profile", "stream": "tokenize.stream", "tables": "count.tables"}  # where a module lives since the package has subpackages
 
 
 def base_module_name(home: Path, name: str) -> str:
@@ -96,6 +104,47 @@ def base_profile(home: Path):
     profile = importlib.import_module(base_module_name(home, "profile"))
     stream = importlib.import_module(base_module_name(home, "stream"))
     return profile.mi_profile, stream.TokenStream
+
+
+def alternate(calls: dict, rounds: int) -> dict[str, list[float]]:
+    """Seconds of each of ``calls`` (head, base) over ``rounds`` rounds, the order alternating."""
+    times: dict[str, list[float]] = {"head": [], "base": []}
+    for i in range(rounds):
+        for name in ("head", "base") if i % 2 == 0 else ("base", "head"):
+            start = time.perf_counter()
+            calls[name]()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def base_shard_tables(home: Path):
+    """``shard_tables`` of the exported base version."""
+    sys.path.insert(0, str(home))
+    return importlib.import_module(base_module_name(home, "tables")).shard_tables
+
+
+SHARD_BATCHES = ([1, 2, 3, 4], [256, 362, 512, 724], [1024, 1448, 1700, 2048])
+
+
+def compare_shards(stream: TokenStream, base_tables, rounds: int) -> list[str]:
+    """Lines of the report for one stream: a shard task's tables at both versions, alternating."""
+    ends = np.cumsum(stream.doc_lengths)
+    rows, same = [], True
+    for batch in SHARD_BATCHES:
+        spec = batch_spec(batch, ["real", "rotate"], 0)[1]
+        args = (stream.tokens, 0, stream.n_tokens, ends, spec, stream.n_tokens // 2, int(stream.vocab_size))
+        calls = {"head": lambda: shard_tables(*args), "base": lambda: base_tables(*args)}
+        results = {name: call() for name, call in calls.items()}  # compiles or loads the kernels
+        for a, b in zip(results["head"], results["base"]):  # cells in any order within a first token
+            i, j = np.argsort(a.keys, kind="stable"), np.argsort(b.keys, kind="stable")
+            same &= np.array_equal(a.keys[i], b.keys[j]) and np.array_equal(a.counts[i], b.counts[j])
+        times = alternate(calls, rounds)
+        rows.append([f"{batch[0]}-{batch[-1]}", *(f"{1e3 * f(times[v]):.1f}" for v in ("head", "base")
+                                                  for f in (min, np.median)),
+                     f"{min(times['base']) / min(times['head']):.3f}"])
+    return [format_table(["offsets", "head best ms", "head median ms", "base best ms", "base median ms",
+                          "head / base speed"], rows),
+            f"tables {'the same' if same else 'DIFFERENT'} at both versions (cells and counts)"]
 
 
 def make_streams(names: list[str], n_tokens: int) -> list[tuple[TokenStream, str]]:
@@ -126,12 +175,7 @@ def compare(stream: TokenStream, base_mi, base_stream_type, offsets: np.ndarray,
         "base": lambda: base_mi(twin, offsets, estimator=DEFAULT)[0],
     }
     results = {name: call() for name, call in calls.items()}  # compiles or loads the kernels
-    times: dict[str, list[float]] = {"head": [], "base": []}
-    for i in range(rounds):
-        for name in ("head", "base") if i % 2 == 0 else ("base", "head"):
-            start = time.perf_counter()
-            calls[name]()
-            times[name].append(time.perf_counter() - start)
+    times = alternate(calls, rounds)
     pairs = sum(stream.pairs_at(int(r))[0] for r in offsets)
     rows = [[name, f"{min(t):.3f}", f"{np.median(t):.3f}", f"{pairs / min(t) / 1e6:.1f}",
              f"{pairs / np.median(t) / 1e6:.1f}"] for name, t in times.items()]
@@ -151,17 +195,26 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1_000_000)
     parser.add_argument("--streams", default=",".join(STREAMS), help=f"comma-separated, of {', '.join(STREAMS)}")
     parser.add_argument("--rounds", type=int, default=9, help="timed rounds of each version per stream")
+    parser.add_argument("--shard-tables", action="store_true", help="time the Dask engine's shard task instead")
     args = parser.parse_args()
     names = [n.strip() for n in args.streams.split(",") if n.strip()]
     unknown = sorted(set(names) - set(STREAMS))
     if unknown or not names:
         parser.error(f"--streams takes {', '.join(STREAMS)}; got {', '.join(unknown) or 'none'}")
     sha, home = export_base(args.base)
-    base_mi, base_stream_type = base_profile(home)
     offsets = offset_grid(MAX_OFFSET, N_OFFSETS)
     print(machine_line())
     print(f"base: {args.base} = {sha[:12]}, exported to {home} as depstat_base; head: the depstat imported "
           "here (commit in the header)")
+    if args.shard_tables:
+        base_tables = base_shard_tables(home)
+        print(f"shard task: shard_tables over the whole stream, 4 offsets x (real, rotation null) a batch; "
+              f"{args.rounds} rounds per version, the order alternating")
+        for stream, note in make_streams(names, args.tokens):
+            print(f"\n== {stream.name} @ {stream.n_tokens:,} tokens, vocabulary {stream.vocab_size:,}; {note}")
+            print("\n".join(compare_shards(stream, base_tables, args.rounds)), flush=True)
+        return
+    base_mi, base_stream_type = base_profile(home)
     print(f"profile: default estimator ({DEFAULT}) with the jackknife interval, {len(offsets)} offsets "
           f"1..{MAX_OFFSET}; {args.rounds} rounds per version, the order alternating; Mpairs/s = real pairs "
           "summed over the offsets / seconds")
