@@ -49,7 +49,7 @@ NULL_BATCH = 4
 # bytes' ``_dense_nulls`` 1 and 2 alike, 1.2-1.4x as fast as summing every offset again.
 DROP_SUMS_RATIO = 2
 # Offsets per sweep of the rotation null: a pair's life (offsets it lasts) is kept in a byte.
-MAX_SWEEP = kernels.MAX_LIFE
+MAX_SWEEP = 255
 # Offsets the partitioned kernel counts in one pass: they share the first tokens' partitions
 # and their sort, and each adds a partner buffer (2 bytes a token for BPE), so 4 costs 8
 # bytes a token. Vocabularies over PASS_MAX_VOCAB tokens in use (words) take one offset at

@@ -7,8 +7,8 @@ V x V tables per jackknife block (``dense_counts``, ``dense_table_sums``). Large
 table: the pairs are written, in position order, into partitions of first tokens
 (``emit_pairs``), and each partition's tokens have their partners counted in a dense array
 of length V that is summed and reset (``partition_sums``); memory is O(N + V). The Dask
-engine emits a shard's count tables instead (``emit_block``, ``partition_tables``, which
-also tables the pairs each larger offset drops, by their life).
+engine emits a shard's count tables instead (``emit_block``, ``partition_tables``; and
+``range_tables`` for the pairs a larger offset drops).
 
 For each table the kernels return three sums, from which all estimators are built:
 ``sum n ln n`` (plug-in), ``sum n G(n)`` (Grassberger 2003) and the number of occupied
@@ -87,8 +87,7 @@ N_CHUNKS = 64  # fixed work split: results do not depend on the thread count
 ROTATE_RUN_BITS = 12  # the rotation null jumps by a random 0..4095 every 4096 positions
 ROTATE_SEED = 0x5EED
 DENSE_RANGE_CELLS = 1 << 16  # vocabularies up to 256: a shard's pairs counted in a dense V x V table
-SHARD_PART = 1 << 16  # positions of a partition of first tokens in a shard's tables: its grouping stays in cache
-MAX_LIFE = 255  # offsets one sweep follows: a pair's life (``emit_block``) is kept in a byte
+SHARD_PART = 1 << 16  # positions of a partition of first tokens in range_tables: its grouping stays in cache
 
 
 def _grassberger_table(size: int) -> np.ndarray:
@@ -863,21 +862,6 @@ def _dying_pairs(src, life, a, b, n_life, slot, cells, dying):
     return n_d, n_c
 
 
-@kernel(inline="always")
-def _order_by_life(life, dying, n_d, n_life, bins, order):
-    """``order[:n_d]``: the positions ``dying[:n_d]`` by their life (below ``n_life``), a counting sort."""
-    bins[: n_life + 1] = 0
-    for e in range(n_d):
-        bins[life[dying[e]] + 1] += 1
-    for j in range(n_life):
-        bins[j + 1] += bins[j]
-    for e in range(n_d):
-        i = dying[e]
-        at = bins[life[i]]
-        bins[life[i]] = at + 1
-        order[at] = i
-
-
 @kernel()
 def _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, scratch, cb, tables, diff, jk_diff, jackknife):
     """The deletion of one token's dying pairs (``_dying_pairs``: ``dying[:n_d]``, in the cells
@@ -895,7 +879,16 @@ def _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, scratch, cb, tables, di
             k = slot[src[i]]
             if k >= 0:
                 cb[k * n_blocks + blk[i]] += 1
-    _order_by_life(life, dying, n_d, n_life, bins, order)  # the dying pairs in order of their offset index
+    bins[: n_life + 1] = 0  # the dying pairs in order of their offset index: a counting sort
+    for e in range(n_d):
+        bins[life[dying[e]] + 1] += 1
+    for j in range(n_life):
+        bins[j + 1] += bins[j]
+    for e in range(n_d):
+        i = dying[e]
+        at = bins[life[i]]
+        bins[life[i]] = at + 1
+        order[at] = i
     pending = cb[n_c * n_blocks :]  # a cell's pairs dropped at this offset, per block
     e = 0
     while e < n_d:  # one offset index at a time, each cell's drops there at once
@@ -1702,14 +1695,20 @@ def swept_piece_sums(
     return joint, joint_jk
 
 
+@kernel(inline="always")
+def _slot_positions(a: int, hi: int, end: int, r: int, upto: int) -> range:
+    """A slot's positions of ``a:hi`` in the document ending at ``end``: those with a partner r
+    on in it, and with ``upto`` > 0 only those without one ``upto`` on."""
+    return range(max(a, end - upto) if upto > 0 else a, min(hi, end - r))
+
+
 @kernel()
 def dense_range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
     slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A shard's count tables for a small vocabulary (``tables.shard_tables``): each slot's pairs
-    counted in one dense V x V table (``dense_block``; with ``slot_upto[s]`` > 0 only the pairs
-    of the positions that offset drops), whose occupied cells are then read out in key order."""
+    """``range_tables`` for a small vocabulary: each slot's pairs counted in one dense V x V
+    table (``dense_block``), whose occupied cells are then read out in key order."""
     n_slots = slot_r.shape[0]
     table = np.zeros((n_slots, vocab, vocab), dtype=np.int64)
     dense_block(tok, doc_ends, lo, hi, slot_r, slot_mode, slot_seed, slot_upto, shift, table)
@@ -1729,10 +1728,98 @@ def dense_range_tables(
 
 
 @kernel()
+def range_tables(
+    tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
+    slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
+    part: int = SHARD_PART,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pair tables of the positions lo:hi for every slot: keys ``x * vocab + y`` grouped by first
+    token x in ascending order, each cell once, with its count.
+
+    ``doc_ends`` are the ends of the documents overlapping the range. For each slot the
+    pairs are read in position order and written to partitions of first tokens of about
+    ``part`` positions each; each partition is then grouped by first token (a counting
+    sort that stays in cache whatever the shard's size) and each group's partners counted in
+    a dense array, emitted in the order first seen (``piece_sums`` needs no order within a
+    first token). Slot s's table is ``keys[bounds[s]:bounds[s+1]]``. A slot with
+    ``slot_upto[s] > 0`` holds only the pairs of the positions that have a partner r on in
+    their document but not ``slot_upto[s]`` on (``_slot_positions``): what a larger offset
+    drops.
+    """
+    n = tok.shape[0]
+    size = hi - lo
+    starts = np.zeros(vocab + 1, dtype=np.int64)
+    for p in range(lo, hi):
+        starts[tok[p] + 1] += 1
+    for v in range(vocab):
+        starts[v + 1] += starts[v]
+    part_of = np.empty(vocab, dtype=np.int64)
+    x_edges = np.empty(vocab + 1, dtype=np.int64)
+    n_parts, x_edges[0] = 0, 0
+    for x in range(vocab):
+        if x > x_edges[n_parts] and starts[x + 1] - starts[x_edges[n_parts]] > part:
+            n_parts += 1
+            x_edges[n_parts] = x
+        part_of[x] = n_parts
+    n_parts += 1
+    x_edges[n_parts] = vocab
+    widest = 0
+    for q in range(n_parts):
+        widest = max(widest, starts[x_edges[q + 1]] - starts[x_edges[q]])
+    pairs = np.empty(size, dtype=np.int64)  # (x << 32) | y, by partition
+    grouped = np.empty(widest, dtype=np.int64)  # one partition's partners, by first token
+    at = np.zeros(vocab + 1, dtype=np.int64)
+    cnt = np.zeros(vocab, dtype=np.int64)
+    touched = np.empty(vocab, dtype=np.int64)
+    n_slots = slot_r.shape[0]
+    keys = np.empty(n_slots * size, dtype=np.int64)  # room for every pair: only the pages written are resident
+    counts = np.empty(n_slots * size, dtype=np.int64)
+    bounds = np.zeros(n_slots + 1, dtype=np.int64)
+    m = 0
+    for s in range(n_slots):
+        r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
+        fill = np.empty(n_parts, dtype=np.int64)
+        for q in range(n_parts):
+            fill[q] = starts[x_edges[q]]
+        a = lo
+        for d in range(doc_ends.shape[0]):
+            for p in _slot_positions(a, hi, doc_ends[d], r, slot_upto[s]):
+                base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
+                x = np.int64(tok[p])
+                q = part_of[x]
+                pairs[fill[q]] = (x << 32) | np.int64(tok[_partner(p, base, r, mode, n, seed)])
+                fill[q] += 1
+            a = max(a, doc_ends[d])
+        for q in range(n_parts):
+            xa, xb = x_edges[q], x_edges[q + 1]
+            p0, p1 = starts[xa], fill[q]
+            for k in range(p0, p1):
+                at[(pairs[k] >> 32) - xa + 1] += 1
+            for j in range(xb - xa):
+                at[j + 1] += at[j]
+            for k in range(p0, p1):
+                j = (pairs[k] >> 32) - xa
+                grouped[at[j]] = pairs[k] & 0xFFFFFFFF
+                at[j] += 1
+            g0 = 0
+            for j in range(xb - xa):  # at[j] is now the end of first token xa + j's group
+                n_t = _count_cells(grouped, g0, at[j], cnt, touched, 0)
+                for t in range(n_t):
+                    y = touched[t]
+                    keys[m] = (xa + j) * vocab + y
+                    counts[m] = cnt[y]
+                    cnt[y] = 0
+                    m += 1
+                g0 = at[j]
+            at[: xb - xa + 1] = 0
+        bounds[s + 1] = m
+    return keys[:m], counts[:m], bounds
+
+
+@kernel()
 def partition_tables(
     xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray, vocab: int,
-    life: np.ndarray, swept: int, n_life: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Count tables of pairs that ``emit_block`` wrote for one block: keys ``x * vocab + y``
     grouped by first token x in ascending order, each cell once, with its count.
 
@@ -1743,18 +1830,11 @@ def partition_tables(
     offset dropped) is left out. Slot s's table is ``keys[s * room:ends[s]]`` with ``room``
     = ``ys.shape[1]``: the buffers have room for every pair, and only the pages written
     become resident, so the tables are not copied together.
-
-    With a ``life`` for every pair (``emit_block``'s, from offsets o_0 < ... < o_{n_life-1}),
-    slot ``swept``'s pairs that each larger offset o_k drops (life <= k; life 0: none at o_0)
-    are tabled too, set k's table ``dkeys[dstarts[k]:dends[k]]`` for k = 1 .. n_life - 1 (row
-    0 empty): the tables a larger offset's null is its smallest's less (``swept_piece_sums``).
     """
     n_slots = ys.shape[0]
     room = ys.shape[1]
-    sweeping = life.shape[0] > 0
     largest = _largest_partition(region, fill_end)
     srt = np.empty((n_slots, largest), dtype=ys.dtype)
-    lsrt = np.empty(largest if sweeping else 0, dtype=life.dtype)
     blk = np.empty(largest, dtype=np.uint16)
     starts = np.empty(XLOC_MASK + 2, dtype=np.int64)
     pos = np.empty(XLOC_MASK + 2, dtype=np.int64)
@@ -1763,29 +1843,10 @@ def partition_tables(
     keys = np.empty(n_slots * room, dtype=np.int64)
     counts = np.empty(n_slots * room, dtype=np.int64)
     ends = np.arange(n_slots) * room
-    # set k holds at most the pairs of life 1 .. k: its room, from the lives' histogram
-    held = np.zeros(max(n_life, 1) + 1, dtype=np.int64)
-    for q in range(region.shape[0] if sweeping else 0):
-        for g in range(region.shape[1]):
-            for i in range(region[q, g], fill_end[q, g]):
-                if ys[swept, i] != vocab:
-                    held[min(life[i], n_life)] += 1
-    dstarts = np.zeros(max(n_life, 1), dtype=np.int64)
-    need, total = 0, 0
-    for k in range(1, n_life):
-        need += held[k]
-        dstarts[k] = total
-        total += need
-    dkeys = np.empty(total, dtype=np.int64)
-    dcounts = np.empty(total, dtype=np.int64)
-    dends = dstarts.copy()
-    dying = np.empty(largest if sweeping else 0, dtype=np.int64)
-    bins = np.zeros(max(n_life, 1) + 1, dtype=np.int64)
-    order = np.empty(largest if sweeping else 0, dtype=np.int64)
     x0 = 0
     for q in range(region.shape[0]):
         w = widths[q]
-        _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
+        _sort_partition(xloc, ys, ys[0, :0], region, fill_end, q, w, srt, srt[0, :0], blk, starts, pos)
         for s in range(n_slots):
             src = srt[s]
             m = ends[s]
@@ -1801,40 +1862,5 @@ def partition_tables(
                         counts[m] = c
                         m += 1
             ends[s] = m
-        for j in range(w if n_life > 1 else 0):
-            key = (x0 + j) * vocab
-            _table_drops(srt[swept], lsrt, starts[j], starts[j + 1], n_life, vocab, key, cnt, touched, dying, bins,
-                         order, dkeys, dcounts, dends)
         x0 += w
-    return keys, counts, ends, dkeys, dcounts, np.stack((dstarts, dends))
-
-
-@kernel(inline="always")
-def _table_drops(src, life, a, b, n_life, vocab, key, cnt, touched, dying, bins, order, dkeys, dcounts, dends):
-    """Add one first token's pairs ``src[a:b]`` that larger offsets drop (life 1 .. n_life - 1)
-    to every set k >= life, cell by cell (``partition_tables``); ``cnt`` is left zeroed."""
-    n_d = 0
-    for i in range(a, b):
-        if 0 < life[i] < n_life and src[i] != vocab:
-            dying[n_d] = i
-            n_d += 1
-    if n_d == 0:
-        return
-    _order_by_life(life, dying, n_d, n_life, bins, order)
-    n_t, e = 0, 0
-    for k in range(1, n_life):
-        while e < n_d and life[order[e]] <= k:
-            y = src[order[e]]
-            touched[n_t] = y
-            n_t += cnt[y] == 0
-            cnt[y] += 1
-            e += 1
-        m = dends[k]
-        for t in range(n_t):
-            y = touched[t]
-            dkeys[m] = key + y
-            dcounts[m] = cnt[y]
-            m += 1
-        dends[k] = m
-    for t in range(n_t):
-        cnt[touched[t]] = 0
+    return keys, counts, ends

@@ -43,10 +43,9 @@ def shard_tables(
     are read); ``doc_ends`` are the end positions of the documents overlapping the range;
     by default a vocabulary of up to 256 is counted in a dense table, a larger one in
     partitions of first tokens of SHARD_PART positions (``part`` asks for partitions of that
-    many positions whatever the vocabulary), every slot in one pass (``_partitioned_tables``):
-    the slots of dropped pairs are tabled from the pairs of their (r, mode, seed), by the
-    life of each pair (one more pass for each (r, mode, seed) after the first, where slots
-    of dropped pairs come from several).
+    many positions whatever the vocabulary): the slots that count every pair share one pass
+    (``_partitioned_tables``), those of dropped pairs only are counted slot by slot over
+    their few positions (``kernels.range_tables``).
     """
     tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
     full = np.array([tuple(slot) + (0,) * (4 - len(slot)) for slot in slots], dtype=np.int64).reshape(-1, 4)
@@ -55,44 +54,31 @@ def shard_tables(
         keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, vocab)
         return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
     part = kernels.SHARD_PART if part is None else part
-    tables = [CountTable(np.zeros(0, np.int64), np.zeros(0, np.int64))] * len(full)
-    if hi <= lo:
-        return tables
-    # a slot's pairs depend on its seed only in the i.i.d. null: other slots alike but for it share a pass
-    key = [(int(row[0]), int(row[1]), int(row[2]) if row[1] == kernels.MODE_IID else 0) for row in full]
-    whole = [s for s in range(len(full)) if upto[s] == 0]
-    bases = sorted({key[s] for s in range(len(full)) if upto[s] > 0})
-    for i, base in enumerate(bases or [None]):
-        own = whole if i == 0 else []
-        spec = [key[s] for s in own] + ([base] if base is not None and base not in [key[s] for s in own] else [])
-        order = sorted(range(len(spec)), key=lambda j: spec[j][0])  # emit_block takes the smallest offset first
-        spec = [spec[j] for j in order]
-        drops = [s for s in range(len(full)) if upto[s] > 0 and key[s] == base]
-        offsets = [] if base is None else [base[0]] + sorted({int(upto[s]) for s in drops if upto[s] > base[0]})
-        got, dropped = _partitioned_tables(tokens, lo, hi, doc_ends, spec, shift, vocab, part,
-                                           spec.index(base) if base is not None else -1, offsets)
-        for s in own:
-            tables[s] = got[spec.index(key[s])]
-        for s in drops:
-            if upto[s] > base[0]:
-                tables[s] = dropped[offsets.index(int(upto[s]))]
+    tables: list[CountTable] = [CountTable(np.zeros(0, np.int64), np.zeros(0, np.int64))] * len(full)
+    whole = np.flatnonzero(upto == 0)
+    whole = whole[np.argsort(r[whole], kind="stable")]  # emit_block takes the smallest offset first
+    if whole.size and hi > lo:
+        for s, table in zip(whole, _partitioned_tables(tokens, lo, hi, doc_ends, r[whole], mode[whole], seed[whole],
+                                                       shift, vocab, part)):
+            tables[s] = table
+    dropped = np.flatnonzero(upto > 0)
+    if dropped.size:
+        keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r[dropped], mode[dropped],
+                                                    seed[dropped], upto[dropped], shift, vocab, part)
+        for s, a, b in zip(dropped, bounds[:-1], bounds[1:]):
+            tables[s] = CountTable(keys[a:b], counts[a:b])
     return tables
 
 
 def _partitioned_tables(
-    tokens: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, spec: list[tuple[int, int, int]], shift: int,
-    vocab: int, part: int, swept: int = -1, offsets: Sequence[int] = (),
-) -> tuple[list[CountTable], list[CountTable]]:
-    """The tables of slots that count every pair (``spec``: (r, mode, seed), offsets ascending),
-    with the local engine's pass: ``kernels.emit_block`` writes every slot's partners of lo:hi,
-    read in position order, into partitions of consecutive first tokens of about ``part``
-    positions, and ``kernels.partition_tables`` sorts each partition once for all slots and
-    counts it. With ``offsets`` o_0 < o_1 < ... (o_0 slot ``swept``'s offset), each pair also
-    gets its life (how many of the offsets leave its position a partner), and the second list
-    holds, for each k >= 1, the table of slot ``swept``'s pairs that o_k drops (index 0 empty)."""
-    r, mode, seed = (np.array([s[i] for s in spec], dtype=np.int64) for i in range(3))
-    if len(offsets) > kernels.MAX_LIFE:
-        raise ValueError(f"at most {kernels.MAX_LIFE} offsets a sweep, got {len(offsets)}")
+    tokens: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, r: np.ndarray, mode: np.ndarray, seed: np.ndarray,
+    shift: int, vocab: int, part: int,
+) -> list[CountTable]:
+    """The tables of slots that count every pair (offsets ``r`` ascending), with the local
+    engine's pass: ``kernels.emit_block`` writes every slot's partners of lo:hi, read in
+    position order, into partitions of consecutive first tokens of about ``part`` positions,
+    and ``kernels.partition_tables`` sorts each partition once for all slots and counts it.
+    Before, ``range_tables`` read the positions and sorted the pairs once per slot."""
     code, widths = kernels.partition_tokens(kernels.token_counts(tokens[lo:hi], vocab), part)
     block = np.array([lo, hi], dtype=np.int64)  # one block: the shard
     region = kernels.partition_layout(tokens, code, block, len(widths))
@@ -100,18 +86,13 @@ def _partitioned_tables(
     ys = np.empty((len(r), hi - lo), dtype=np.min_scalar_type(vocab))  # partners, or vocab where dropped
     fill_end = np.empty_like(region)
     no_marginal = np.empty((len(r), 1, 0), dtype=np.int32)
-    # life of a position d tokens before its document's end: the offsets o_k < d
-    life_of = (np.searchsorted(np.asarray(offsets), np.arange(offsets[-1] + 2), side="left").astype(np.uint8)
-               if len(offsets) > 1 else np.empty(0, dtype=np.uint8))
-    life = np.empty(hi - lo if life_of.size else 0, dtype=np.uint8)
+    none = np.empty(0, dtype=np.uint8)
     kernels.emit_block(kernels.Source(tokens, code, doc_ends, block, region), kernels.Slots(r, mode, seed, shift),
-                       kernels.Emitted(xloc, ys, fill_end, no_marginal, no_marginal, life_of, life),
+                       kernels.Emitted(xloc, ys, fill_end, no_marginal, no_marginal, none, none),
                        vocab, -1, False, 0)  # one thread: a Dask task's
-    keys, counts, ends, dkeys, dcounts, dbounds = kernels.partition_tables(
-        xloc, ys, region, fill_end, widths, vocab, life, max(swept, 0), len(offsets) if life.size else 0)
+    keys, counts, ends = kernels.partition_tables(xloc, ys, region, fill_end, widths, vocab)
     room = hi - lo
-    return ([CountTable(keys[s * room:end], counts[s * room:end]) for s, end in enumerate(ends)],
-            [CountTable(dkeys[a:b], dcounts[a:b]) for a, b in dbounds.T])
+    return [CountTable(keys[s * room:end], counts[s * room:end]) for s, end in enumerate(ends)]
 
 
 def merge(tables: Sequence[CountTable], vocab: int, chunk: int = CHUNK_ENTRIES) -> CountTable:
