@@ -50,6 +50,7 @@ from distributed import get_task_stream
 
 from depstat.count import kernels
 from depstat.count.distributed import DaskCounter, dask_client
+from depstat.count.tables import shard_tables
 from depstat.estimate.profile import mi_profile
 from depstat.tokenize.stream import TokenStream
 
@@ -68,10 +69,9 @@ def entries_per_pair(stream: TokenStream) -> str:
     ends = np.cumsum(stream.doc_lengths)
     out = []
     for r in (1, 64, 2048):
-        keys, counts, _ = kernels.range_tables(
-            stream.tokens, 0, stream.n_tokens, ends, np.array([r]), np.array([kernels.MODE_REAL]),
-            np.array([0]), np.array([0]), 1, int(stream.vocab_size))
-        out.append(f"{len(keys) / max(int(counts.sum()), 1):.3f}")
+        (table,) = shard_tables(stream.tokens, 0, stream.n_tokens, ends, [(r, kernels.MODE_REAL, 0)], 1,
+                                int(stream.vocab_size))
+        out.append(f"{len(table.keys) / max(int(table.counts.sum()), 1):.3f}")
     return " / ".join(out)
 
 

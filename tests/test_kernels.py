@@ -306,7 +306,7 @@ def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray,
     seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
         kernels.Source(counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region),
-        kernels.Slots(np.full(k, r), modes, seeds, counter.shift),
+        kernels.Slots(np.full(k, r), modes, seeds, counter.shift, 0),
         kernels.Emitted(xloc, ys, fill_end, first, second, none, none), counter.vocab, -1, False, 2,
     )
     return xloc, ys, fill_end, first, second

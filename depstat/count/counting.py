@@ -359,7 +359,7 @@ class PairCounter:
             with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(
                     kernels.Source(self.tokens, code, self.doc_ends, self.block_starts, region),
-                    kernels.Slots(slot_r, modes, seeds, self.shift),
+                    kernels.Slots(slot_r, modes, seeds, self.shift, 0),
                     kernels.Emitted(xloc, ys, fill_end, first, second, none, none),
                     self.vocab, spill, i > 0, numba.get_num_threads(),
                 )
@@ -494,7 +494,7 @@ class PairCounter:
             kernels.emit_pairs(
                 kernels.Source(self.tokens, code, self.doc_ends, self.block_starts, region),
                 kernels.Slots(np.array(offsets[:1]), np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64),
-                              self.shift),
+                              self.shift, 0),
                 kernels.Emitted(xloc, ys, fill_end, first, second, life_of, life),
                 self.vocab, spill, add, numba.get_num_threads(),
             )

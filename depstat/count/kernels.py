@@ -7,8 +7,8 @@ V x V tables per jackknife block (``dense_counts``, ``dense_table_sums``). Large
 table: the pairs are written, in position order, into partitions of first tokens
 (``emit_pairs``), and each partition's tokens have their partners counted in a dense array
 of length V that is summed and reset (``partition_sums``); memory is O(N + V). The Dask
-engine emits a shard's count tables instead (``emit_block``, ``partition_tables``; and
-``range_tables`` for the pairs a larger offset drops).
+engine emits a shard's count tables instead (``emit_block``, ``partition_tables``), the pairs
+a larger offset drops included (``Slots.upto``).
 
 For each table the kernels return three sums, from which all estimators are built:
 ``sum n ln n`` (plug-in), ``sum n G(n)`` (Grassberger 2003) and the number of occupied
@@ -87,7 +87,7 @@ N_CHUNKS = 64  # fixed work split: results do not depend on the thread count
 ROTATE_RUN_BITS = 12  # the rotation null jumps by a random 0..4095 every 4096 positions
 ROTATE_SEED = 0x5EED
 DENSE_RANGE_CELLS = 1 << 16  # vocabularies up to 256: a shard's pairs counted in a dense V x V table
-SHARD_PART = 1 << 16  # positions of a partition of first tokens in range_tables: its grouping stays in cache
+SHARD_PART = 1 << 16  # positions of a partition of first tokens in a shard's tables: its sort stays in cache
 
 
 def _grassberger_table(size: int) -> np.ndarray:
@@ -397,12 +397,14 @@ class Source(NamedTuple):
 
 class Slots(NamedTuple):
     """What a pass counts: slot s's offset ``r[s]``, partner process ``modes[s]`` (``MODE_*``) and
-    seed ``seeds[s]`` (the i.i.d. null's), and the rotation null's ``shift``."""
+    seed ``seeds[s]`` (the i.i.d. null's), the rotation null's ``shift``, and with ``upto`` > 0
+    only the positions without a partner ``upto`` on in their document (what that offset drops)."""
 
     r: np.ndarray
     modes: np.ndarray
     seeds: np.ndarray
     shift: int
+    upto: int
 
 
 class Emitted(NamedTuple):
@@ -456,7 +458,7 @@ def emit_block(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: in
     start Numba's threads (a Dask task: the workqueue threading layer aborts when two
     threads of a worker run parallel kernels at once)."""
     tok, doc_ends, block_starts, region = src.tok, src.doc_ends, src.block_starts, src.region
-    slot_r, modes, seeds, shift = slots
+    slot_r, modes, seeds, shift, upto = slots
     ys, fill_end, first, second = out.ys, out.fill_end, out.first, out.second
     n = tok.shape[0]
     n_slots = modes.shape[0]
@@ -476,7 +478,7 @@ def emit_block(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: in
     while p < hi:
         end = min(doc_ends[d], hi)
         last = min(end, doc_ends[d] - slot_r[0])  # first positions whose partner stays in the document
-        q = p
+        q = max(p, doc_ends[d] - upto) if upto > 0 else p
         while q < last:
             stop = min(last, q + EMIT_RUN)  # a run over which every slot's partner offset is constant
             for s in range(n_slots):
@@ -1695,20 +1697,14 @@ def swept_piece_sums(
     return joint, joint_jk
 
 
-@kernel(inline="always")
-def _slot_positions(a: int, hi: int, end: int, r: int, upto: int) -> range:
-    """A slot's positions of ``a:hi`` in the document ending at ``end``: those with a partner r
-    on in it, and with ``upto`` > 0 only those without one ``upto`` on."""
-    return range(max(a, end - upto) if upto > 0 else a, min(hi, end - r))
-
-
 @kernel()
 def dense_range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
     slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``range_tables`` for a small vocabulary: each slot's pairs counted in one dense V x V
-    table (``dense_block``), whose occupied cells are then read out in key order."""
+    """A shard's tables (``tables.shard_tables``) for a small vocabulary: each slot's pairs of
+    positions lo:hi counted in one dense V x V table (``dense_block``), whose occupied cells
+    are then read out in key order."""
     n_slots = slot_r.shape[0]
     table = np.zeros((n_slots, vocab, vocab), dtype=np.int64)
     dense_block(tok, doc_ends, lo, hi, slot_r, slot_mode, slot_seed, slot_upto, shift, table)
@@ -1723,95 +1719,6 @@ def dense_range_tables(
                 keys[m] = c
                 counts[m] = cells[c]
                 m += 1
-        bounds[s + 1] = m
-    return keys[:m], counts[:m], bounds
-
-
-@kernel()
-def range_tables(
-    tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
-    slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
-    part: int = SHARD_PART,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Pair tables of the positions lo:hi for every slot: keys ``x * vocab + y`` grouped by first
-    token x in ascending order, each cell once, with its count.
-
-    ``doc_ends`` are the ends of the documents overlapping the range. For each slot the
-    pairs are read in position order and written to partitions of first tokens of about
-    ``part`` positions each; each partition is then grouped by first token (a counting
-    sort that stays in cache whatever the shard's size) and each group's partners counted in
-    a dense array, emitted in the order first seen (``piece_sums`` needs no order within a
-    first token). Slot s's table is ``keys[bounds[s]:bounds[s+1]]``. A slot with
-    ``slot_upto[s] > 0`` holds only the pairs of the positions that have a partner r on in
-    their document but not ``slot_upto[s]`` on (``_slot_positions``): what a larger offset
-    drops.
-    """
-    n = tok.shape[0]
-    size = hi - lo
-    starts = np.zeros(vocab + 1, dtype=np.int64)
-    for p in range(lo, hi):
-        starts[tok[p] + 1] += 1
-    for v in range(vocab):
-        starts[v + 1] += starts[v]
-    part_of = np.empty(vocab, dtype=np.int64)
-    x_edges = np.empty(vocab + 1, dtype=np.int64)
-    n_parts, x_edges[0] = 0, 0
-    for x in range(vocab):
-        if x > x_edges[n_parts] and starts[x + 1] - starts[x_edges[n_parts]] > part:
-            n_parts += 1
-            x_edges[n_parts] = x
-        part_of[x] = n_parts
-    n_parts += 1
-    x_edges[n_parts] = vocab
-    widest = 0
-    for q in range(n_parts):
-        widest = max(widest, starts[x_edges[q + 1]] - starts[x_edges[q]])
-    pairs = np.empty(size, dtype=np.int64)  # (x << 32) | y, by partition
-    grouped = np.empty(widest, dtype=np.int64)  # one partition's partners, by first token
-    at = np.zeros(vocab + 1, dtype=np.int64)
-    cnt = np.zeros(vocab, dtype=np.int64)
-    touched = np.empty(vocab, dtype=np.int64)
-    n_slots = slot_r.shape[0]
-    keys = np.empty(n_slots * size, dtype=np.int64)  # room for every pair: only the pages written are resident
-    counts = np.empty(n_slots * size, dtype=np.int64)
-    bounds = np.zeros(n_slots + 1, dtype=np.int64)
-    m = 0
-    for s in range(n_slots):
-        r, mode, seed = slot_r[s], slot_mode[s], slot_seed[s]
-        fill = np.empty(n_parts, dtype=np.int64)
-        for q in range(n_parts):
-            fill[q] = starts[x_edges[q]]
-        a = lo
-        for d in range(doc_ends.shape[0]):
-            for p in _slot_positions(a, hi, doc_ends[d], r, slot_upto[s]):
-                base = _rotation_base(p, shift, n) if mode == MODE_ROTATE else 0
-                x = np.int64(tok[p])
-                q = part_of[x]
-                pairs[fill[q]] = (x << 32) | np.int64(tok[_partner(p, base, r, mode, n, seed)])
-                fill[q] += 1
-            a = max(a, doc_ends[d])
-        for q in range(n_parts):
-            xa, xb = x_edges[q], x_edges[q + 1]
-            p0, p1 = starts[xa], fill[q]
-            for k in range(p0, p1):
-                at[(pairs[k] >> 32) - xa + 1] += 1
-            for j in range(xb - xa):
-                at[j + 1] += at[j]
-            for k in range(p0, p1):
-                j = (pairs[k] >> 32) - xa
-                grouped[at[j]] = pairs[k] & 0xFFFFFFFF
-                at[j] += 1
-            g0 = 0
-            for j in range(xb - xa):  # at[j] is now the end of first token xa + j's group
-                n_t = _count_cells(grouped, g0, at[j], cnt, touched, 0)
-                for t in range(n_t):
-                    y = touched[t]
-                    keys[m] = (xa + j) * vocab + y
-                    counts[m] = cnt[y]
-                    cnt[y] = 0
-                    m += 1
-                g0 = at[j]
-            at[: xb - xa + 1] = 0
         bounds[s + 1] = m
     return keys[:m], counts[:m], bounds
 

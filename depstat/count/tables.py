@@ -44,8 +44,7 @@ def shard_tables(
     by default a vocabulary of up to 256 is counted in a dense table, a larger one in
     partitions of first tokens of SHARD_PART positions (``part`` asks for partitions of that
     many positions whatever the vocabulary): the slots that count every pair share one pass
-    (``_partitioned_tables``), those of dropped pairs only are counted slot by slot over
-    their few positions (``kernels.range_tables``).
+    (``_emitted_tables``), and each slot of dropped pairs has a pass over its few positions.
     """
     tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
     full = np.array([tuple(slot) + (0,) * (4 - len(slot)) for slot in slots], dtype=np.int64).reshape(-1, 4)
@@ -53,45 +52,37 @@ def shard_tables(
     if part is None and vocab * vocab <= kernels.DENSE_RANGE_CELLS:
         keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, vocab)
         return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
-    part = kernels.SHARD_PART if part is None else part
     tables: list[CountTable] = [CountTable(np.zeros(0, np.int64), np.zeros(0, np.int64))] * len(full)
+    if hi <= lo:
+        return tables
+    part = kernels.SHARD_PART if part is None else part
+    code, widths = kernels.partition_tokens(kernels.token_counts(tokens[lo:hi], vocab), part)
+    block = np.array([lo, hi], dtype=np.int64)  # one block: the shard
+    source = kernels.Source(tokens, code, doc_ends, block, kernels.partition_layout(tokens, code, block, len(widths)))
     whole = np.flatnonzero(upto == 0)
-    whole = whole[np.argsort(r[whole], kind="stable")]  # emit_block takes the smallest offset first
-    if whole.size and hi > lo:
-        for s, table in zip(whole, _partitioned_tables(tokens, lo, hi, doc_ends, r[whole], mode[whole], seed[whole],
-                                                       shift, vocab, part)):
+    passes = [(whole[np.argsort(r[whole], kind="stable")], 0)] if whole.size else []  # smallest offset first
+    passes += [(np.array([s]), int(upto[s])) for s in np.flatnonzero(upto > 0)]
+    for chosen, drops in passes:
+        slots_of = kernels.Slots(r[chosen], mode[chosen], seed[chosen], shift, drops)
+        for s, table in zip(chosen, _emitted_tables(source, slots_of, widths, vocab)):
             tables[s] = table
-    dropped = np.flatnonzero(upto > 0)
-    if dropped.size:
-        keys, counts, bounds = kernels.range_tables(tokens, lo, hi, doc_ends, r[dropped], mode[dropped],
-                                                    seed[dropped], upto[dropped], shift, vocab, part)
-        for s, a, b in zip(dropped, bounds[:-1], bounds[1:]):
-            tables[s] = CountTable(keys[a:b], counts[a:b])
     return tables
 
 
-def _partitioned_tables(
-    tokens: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, r: np.ndarray, mode: np.ndarray, seed: np.ndarray,
-    shift: int, vocab: int, part: int,
-) -> list[CountTable]:
-    """The tables of slots that count every pair (offsets ``r`` ascending), with the local
-    engine's pass: ``kernels.emit_block`` writes every slot's partners of lo:hi, read in
-    position order, into partitions of consecutive first tokens of about ``part`` positions,
-    and ``kernels.partition_tables`` sorts each partition once for all slots and counts it.
-    Before, ``range_tables`` read the positions and sorted the pairs once per slot."""
-    code, widths = kernels.partition_tokens(kernels.token_counts(tokens[lo:hi], vocab), part)
-    block = np.array([lo, hi], dtype=np.int64)  # one block: the shard
-    region = kernels.partition_layout(tokens, code, block, len(widths))
-    xloc = np.empty(hi - lo, dtype=np.uint8)
-    ys = np.empty((len(r), hi - lo), dtype=np.min_scalar_type(vocab))  # partners, or vocab where dropped
-    fill_end = np.empty_like(region)
-    no_marginal = np.empty((len(r), 1, 0), dtype=np.int32)
+def _emitted_tables(source: kernels.Source, slots: kernels.Slots, widths: np.ndarray, vocab: int) -> list[CountTable]:
+    """The tables of ``slots`` from the local engine's pass over the shard ``source`` describes:
+    ``kernels.emit_block`` writes every slot's partners, read in position order, into
+    partitions of consecutive first tokens, and ``kernels.partition_tables`` sorts each
+    partition once for all slots and counts it."""
+    room = int(source.block_starts[1] - source.block_starts[0])
+    xloc = np.empty(room, dtype=np.uint8)
+    ys = np.empty((len(slots.r), room), dtype=np.min_scalar_type(vocab))  # partners, or vocab where dropped
+    fill_end = np.empty_like(source.region)
+    no_marginal = np.empty((len(slots.r), 1, 0), dtype=np.int32)
     none = np.empty(0, dtype=np.uint8)
-    kernels.emit_block(kernels.Source(tokens, code, doc_ends, block, region), kernels.Slots(r, mode, seed, shift),
-                       kernels.Emitted(xloc, ys, fill_end, no_marginal, no_marginal, none, none),
+    kernels.emit_block(source, slots, kernels.Emitted(xloc, ys, fill_end, no_marginal, no_marginal, none, none),
                        vocab, -1, False, 0)  # one thread: a Dask task's
-    keys, counts, ends = kernels.partition_tables(xloc, ys, region, fill_end, widths, vocab)
-    room = hi - lo
+    keys, counts, ends = kernels.partition_tables(xloc, ys, source.region, fill_end, widths, vocab)
     return [CountTable(keys[s * room:end], counts[s * room:end]) for s, end in enumerate(ends)]
 
 
