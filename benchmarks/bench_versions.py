@@ -16,12 +16,16 @@ difference of MI and of its standard error between the versions (0.0 when a chan
 every figure alone).
 
 With ``--shard-tables``, the Dask engine's shard task instead: ``tables.shard_tables`` over the
-whole stream for a batch of 4 offsets x (real pairs, rotation null), as ``DaskCounter`` asks for
-it (``distributed.batch_spec``), at offsets 1-4, 256-724 and 1024-2048; printed: each version's
-best and median milliseconds, head / base, and whether the tables hold the same cells and counts.
+whole stream for a batch of 4 offsets x (real pairs, rotation null), as each version's
+``DaskCounter`` asks for it (its ``distributed.batch_spec``), at offsets 1-4, 256-724 and
+1024-2048; printed: each version's best and median milliseconds, head / base, and whether the
+tables hold the same cells and counts (where both versions ask for the same tables). With
+``--swept``, the rotation null's range task: ``tables.swept_range_sums`` over every first token
+from each version's tables of the 20 jackknife blocks, the same batches; printed as above, with
+the largest difference of the sums between the versions.
 
 Run: ``python benchmarks/bench_versions.py --base REV [--tokens N] [--streams bytes,words] [--rounds K]
-[--shard-tables]``.
+[--shard-tables | --swept]``.
 """
 
 from __future__ import annotations
@@ -51,9 +55,10 @@ from bench_speed import (
 )
 from benchlib import format_table, machine_line
 
+from depstat.count.counting import jackknife_blocks
 from depstat.count.distributed import batch_spec
-from depstat.count.tables import shard_tables
-from depstat.estimate.profile import mi_profile
+from depstat.count.tables import shard_tables, swept_range_sums
+from depstat.estimate.profile import DEFAULT_BLOCKS, mi_profile
 from depstat.tokenize.granularity import train_words
 from depstat.tokenize.stream import TokenStream
 
@@ -88,7 +93,8 @@ def export_base(rev: str) -> tuple[str, Path]:
     return sha, home
 
 
-BASE_LAYOUT = {"profile": "estimate.profile", "stream": "tokenize.stream", "tables": "count.tables"}  # where a module lives since the package has subpackages
+BASE_LAYOUT = {"profile": "estimate.profile", "stream": "tokenize.stream", "tables": "count.tables",
+               "distributed": "count.distributed"}  # where a module lives since the package has subpackages
 
 
 def base_module_name(home: Path, name: str) -> str:
@@ -117,34 +123,75 @@ def alternate(calls: dict, rounds: int) -> dict[str, list[float]]:
     return times
 
 
-def base_shard_tables(home: Path):
-    """``shard_tables`` of the exported base version."""
+def base_dask(home: Path) -> dict:
+    """``shard_tables``, ``swept_range_sums`` and ``batch_spec`` of the exported base version."""
     sys.path.insert(0, str(home))
-    return importlib.import_module(base_module_name(home, "tables")).shard_tables
+    tables = importlib.import_module(base_module_name(home, "tables"))
+    spec = importlib.import_module(base_module_name(home, "distributed")).batch_spec
+    return {"shard_tables": tables.shard_tables, "swept_range_sums": tables.swept_range_sums, "batch_spec": spec}
 
 
+HEAD_DASK = {"shard_tables": shard_tables, "swept_range_sums": swept_range_sums, "batch_spec": batch_spec}
 SHARD_BATCHES = ([1, 2, 3, 4], [256, 362, 512, 724], [1024, 1448, 1700, 2048])
+TIMING_COLUMNS = ["offsets", "head best ms", "head median ms", "base best ms", "base median ms", "head / base speed"]
 
 
-def compare_shards(stream: TokenStream, base_tables, rounds: int) -> list[str]:
-    """Lines of the report for one stream: a shard task's tables at both versions, alternating."""
+def timing_row(label: str, times: dict[str, list[float]]) -> list[str]:
+    """One row of a milliseconds table: each version's best and median, and head / base on best times."""
+    return [label, *(f"{1e3 * f(times[v]):.1f}" for v in ("head", "base") for f in (min, np.median)),
+            f"{min(times['base']) / min(times['head']):.3f}"]
+
+
+def compare_shards(stream: TokenStream, base: dict, rounds: int) -> list[str]:
+    """Lines of the report for one stream: a shard task's tables at both versions, each asked
+    for what its own ``batch_spec`` asks, alternating; the tables compared where both ask alike."""
     ends = np.cumsum(stream.doc_lengths)
-    rows, same = [], True
+    versions = {"head": HEAD_DASK, "base": base}
+    rows, compared, same = [], 0, True
     for batch in SHARD_BATCHES:
-        spec = batch_spec(batch, ["real", "rotate"], 0)[1]
-        args = (stream.tokens, 0, stream.n_tokens, ends, spec, stream.n_tokens // 2, int(stream.vocab_size))
-        calls = {"head": lambda: shard_tables(*args), "base": lambda: base_tables(*args)}
+        args = {name: (stream.tokens, 0, stream.n_tokens, ends, v["batch_spec"](batch, ["real", "rotate"], 0)[1],
+                       stream.n_tokens // 2, int(stream.vocab_size)) for name, v in versions.items()}
+        calls = {name: (lambda v=v, a=args[name]: v["shard_tables"](*a)) for name, v in versions.items()}
         results = {name: call() for name, call in calls.items()}  # compiles or loads the kernels
-        for a, b in zip(results["head"], results["base"]):  # cells in any order within a first token
-            i, j = np.argsort(a.keys, kind="stable"), np.argsort(b.keys, kind="stable")
+        for a, b, ask_a, ask_b in zip(results["head"], results["base"], args["head"][4], args["base"][4]):
+            if ask_a != ask_b:  # the versions ask this slot for different pairs
+                continue
+            i, j = np.argsort(a.keys, kind="stable"), np.argsort(b.keys, kind="stable")  # any order within a token
             same &= np.array_equal(a.keys[i], b.keys[j]) and np.array_equal(a.counts[i], b.counts[j])
-        times = alternate(calls, rounds)
-        rows.append([f"{batch[0]}-{batch[-1]}", *(f"{1e3 * f(times[v]):.1f}" for v in ("head", "base")
-                                                  for f in (min, np.median)),
-                     f"{min(times['base']) / min(times['head']):.3f}"])
-    return [format_table(["offsets", "head best ms", "head median ms", "base best ms", "base median ms",
-                          "head / base speed"], rows),
-            f"tables {'the same' if same else 'DIFFERENT'} at both versions (cells and counts)"]
+            compared += 1
+        rows.append(timing_row(f"{batch[0]}-{batch[-1]}", alternate(calls, rounds)))
+    total = sum(len(batch) * 2 for batch in SHARD_BATCHES)
+    return [format_table(TIMING_COLUMNS, rows),
+            f"tables {'the same' if same else 'DIFFERENT'} at both versions (cells and counts) in the {compared} of "
+            f"{total} slots that both versions ask alike (batch_spec)"]
+
+
+def compare_sweeps(stream: TokenStream, base: dict, rounds: int) -> list[str]:
+    """Lines of the report for one stream: the rotation null's range task over the whole
+    first-token range (``swept_range_sums``) at both versions, each on the tables of every
+    jackknife block that its own ``batch_spec`` asks for, alternating; the sums compared."""
+    ends = np.cumsum(stream.doc_lengths)
+    blocks, _ = jackknife_blocks(stream.doc_lengths, DEFAULT_BLOCKS)
+    vocab = int(stream.vocab_size)
+    versions = {"head": HEAD_DASK, "base": base}
+    rows, gap = [], 0.0
+    for batch in SHARD_BATCHES:
+        inputs = {}
+        for name, v in versions.items():
+            spec = v["batch_spec"](batch, ["rotate"], 0)[1]
+            order = sorted(range(len(spec)), key=lambda i: (spec[i][3], spec[i][0]))  # the smallest offset first
+            per_block = [v["shard_tables"](stream.tokens, lo, hi, ends, spec, stream.n_tokens // 2, vocab)
+                         for lo, hi in zip(blocks[:-1], blocks[1:])]
+            inputs[name] = ([b[order[0]] for b in per_block], [[b[k] for b in per_block] for k in order[1:]])
+        calls = {name: (lambda v=v, a=inputs[name]: v["swept_range_sums"](*a, vocab)) for name, v in versions.items()}
+        results = {name: call() for name, call in calls.items()}  # compiles or loads the kernels
+        for a, b in zip(results["head"], results["base"]):  # joint and first-token sums (the second's are counts)
+            scale = max(float(np.max(np.abs(b.joint))), 1.0)
+            gap = max([gap] + [float(np.nanmax(np.abs(getattr(a, f) - getattr(b, f)), initial=0.0)) / scale
+                               for f in ("joint", "joint_jk", "first", "first_jk")])
+        rows.append(timing_row(f"{batch[0]}-{batch[-1]}", alternate(calls, rounds)))
+    return [format_table(TIMING_COLUMNS, rows),
+            f"largest |head - base| of the joint and first-token sums and deltas, over the largest sum: {gap:.1e}"]
 
 
 def make_streams(names: list[str], n_tokens: int) -> list[tuple[TokenStream, str]]:
@@ -195,7 +242,9 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1_000_000)
     parser.add_argument("--streams", default=",".join(STREAMS), help=f"comma-separated, of {', '.join(STREAMS)}")
     parser.add_argument("--rounds", type=int, default=9, help="timed rounds of each version per stream")
-    parser.add_argument("--shard-tables", action="store_true", help="time the Dask engine's shard task instead")
+    task = parser.add_mutually_exclusive_group()
+    task.add_argument("--shard-tables", action="store_true", help="time the Dask engine's shard task instead")
+    task.add_argument("--swept", action="store_true", help="time the Dask engine's null range task instead")
     args = parser.parse_args()
     names = [n.strip() for n in args.streams.split(",") if n.strip()]
     unknown = sorted(set(names) - set(STREAMS))
@@ -206,13 +255,15 @@ def main() -> None:
     print(machine_line())
     print(f"base: {args.base} = {sha[:12]}, exported to {home} as depstat_base; head: the depstat imported "
           "here (commit in the header)")
-    if args.shard_tables:
-        base_tables = base_shard_tables(home)
-        print(f"shard task: shard_tables over the whole stream, 4 offsets x (real, rotation null) a batch; "
-              f"{args.rounds} rounds per version, the order alternating")
+    if args.shard_tables or args.swept:
+        what = ("shard task: shard_tables over the whole stream, 4 offsets x (real, rotation null) a batch"
+                if args.shard_tables else f"the null's range task: swept_range_sums over every first token, from "
+                f"the tables of {DEFAULT_BLOCKS} jackknife blocks, the rotation null at 4 offsets a batch")
+        print(f"{what}; {args.rounds} rounds per version, the order alternating")
+        report, base = (compare_shards if args.shard_tables else compare_sweeps), base_dask(home)
         for stream, note in make_streams(names, args.tokens):
             print(f"\n== {stream.name} @ {stream.n_tokens:,} tokens, vocabulary {stream.vocab_size:,}; {note}")
-            print("\n".join(compare_shards(stream, base_tables, args.rounds)), flush=True)
+            print("\n".join(report(stream, base, args.rounds)), flush=True)
         return
     base_mi, base_stream_type = base_profile(home)
     print(f"profile: default estimator ({DEFAULT}) with the jackknife interval, {len(offsets)} offsets "

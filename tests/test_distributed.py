@@ -220,8 +220,8 @@ def test_swept_range_task_sends_its_second_token_counts_once() -> None:
     larger offsets share the smallest's counts and list the pairs they drop."""
     stream, n_blocks = stream_of(12, 5, vocab=5000), 4
     block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
-    ends, vocab, mode = np.cumsum(stream.doc_lengths), stream.vocab_size, PARTNER_MODES["rotate"]
-    slots = [(1, mode, 0)] + [(1, mode, 0, upto) for upto in (2, 3, 4)]
+    ends, vocab = np.cumsum(stream.doc_lengths), stream.vocab_size
+    slots = distributed.batch_spec([1, 2, 3, 4], ["rotate"], 0)[1]  # each larger offset's own drops
     per_block = [shard_tables(stream.tokens, lo, hi, ends, slots, stream.n_tokens // 2, vocab)
                  for lo, hi in zip(block_starts[:-1], block_starts[1:])]
     tables = [block[k] for k in range(len(slots)) for block in per_block]
@@ -332,6 +332,17 @@ def test_worker_encoding_equals_local(client, tmp_path: Path, monkeypatch: pytes
     assert len(list((tmp_path / "shared").glob("*.npy"))) == 6 and not list((tmp_path / "shared").glob("*/"))
     encoder.remove_files()
     assert not list((tmp_path / "shared").iterdir())
+
+
+def test_batch_spec_asks_each_larger_null_offset_for_its_own_drops() -> None:
+    """The rotation null's larger offsets, in any order given: each asks for the pairs it drops
+    and the next smaller offset keeps (r_before, mode, seed, r), all swept from the smallest."""
+    rotate, real = PARTNER_MODES["rotate"], PARTNER_MODES["real"]
+    slots, spec, base_of = distributed.batch_spec([64, 1, 16, 4], ["real", "rotate"], 0)
+    null = {r: (i, s) for i, ((r, m, _), s) in enumerate(zip(slots, spec)) if m == rotate}
+    assert [s[0::3] for _, s in sorted(null.values(), key=lambda x: x[1][3])] == [(1, 0), (1, 4), (4, 16), (16, 64)]
+    assert all(s[3] == 0 for (_, m, _), s in zip(slots, spec) if m == real)
+    assert set(base_of) == {null[r][0] for r in (4, 16, 64)} and set(base_of.values()) == {null[1][0]}
 
 
 def test_killed_worker_during_encoding_changes_nothing(client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

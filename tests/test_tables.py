@@ -38,13 +38,14 @@ from tests.test_kernels import assert_sums_equal, streams
 )
 def test_swept_null_equals_a_recount_at_each_offset(stream, r, further, n_blocks, n_ranges, chunk) -> None:
     """``swept_range_sums``: the null's sums at r from its tables, and at each larger offset
-    by changing only the cells its dropped pairs touch, per first-token range (its tables
+    by taking out, in turn, the pairs each drops, per first-token range (its tables
     handed to the kernel ``chunk`` entries at a time), equal a recount at every offset."""
     block_starts, _ = jackknife_blocks(stream.doc_lengths, n_blocks)
     ends = np.cumsum(stream.doc_lengths)
     shift, v, mode = max(stream.n_tokens // 2, 1), stream.vocab_size, PARTNER_MODES["rotate"]
     n_blocks = len(block_starts) - 1
-    slots = [(r, mode, 0)] + [(r, mode, 0, r + f) for f in sorted(further)]
+    larger = [r + f for f in sorted(further)]  # each set: the pairs one offset drops and the one before keeps
+    slots = [(r, mode, 0)] + [(u0, mode, 0, u) for u0, u in zip([r] + larger, larger)]
     per_block = [shard_tables(stream.tokens, lo, hi, ends, slots, shift, v) for lo, hi in
                  zip(block_starts[:-1], block_starts[1:])]
     edges = np.unique(np.linspace(0, v, n_ranges + 1).astype(np.int64)) * v

@@ -8,7 +8,8 @@ For each batch of offsets:
    slot (``tables.shard_tables``), and cuts each table into first-token ranges holding
    about equal numbers of positions. The rotation null's partner does not depend on the
    offset, so its table is counted at the batch's smallest offset only; for each larger
-   offset the task counts just the pairs that offset drops at document ends;
+   offset the task counts just the pairs that offset drops at document ends and the offset
+   before it keeps;
 2. with several ranges, a piece task per (shard, range) takes that range's tables of all
    slots: one task per piece of the exchange, not one per slot too;
 3. each block's pieces of a range are merged into one table per slot, by a tree of tasks
@@ -494,14 +495,16 @@ def batch_spec(
     offsets the slot of its smallest.
 
     The rotation null's partner does not depend on the offset: at each larger offset of the
-    batch its table is the one at the smallest less the pairs of the positions that offset
-    drops, so only those are counted (``upto``), and the smallest offset's range tasks
-    change only the cells they touch (``swept_range_sums``).
+    batch its table is the one at the next smaller less the pairs of the positions that
+    offset drops (partners at that smaller offset, none at ``upto``), so only those are
+    counted, and the smallest offset's range tasks change only the cells they touch
+    (``swept_range_sums``).
     """
     slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, seed)
     rotate = sorted((int(r), i) for i, (r, m) in enumerate(zip(slot_r, slot_mode)) if m == kernels.MODE_ROTATE)
     base_of = {i: rotate[0][1] for _, i in rotate[1:]}
-    spec = [(int(slot_r[base_of[i]]), int(m), int(sd), int(r)) if i in base_of else (int(r), int(m), int(sd), 0)
+    before = {i: smaller for (smaller, _), (_, i) in zip(rotate, rotate[1:])}
+    spec = [(before[i], int(m), int(sd), int(r)) if i in base_of else (int(r), int(m), int(sd), 0)
             for i, (r, m, sd) in enumerate(zip(slot_r, slot_mode, slot_seed))]
     return slots, spec, base_of
 

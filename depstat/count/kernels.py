@@ -864,15 +864,80 @@ def _dying_pairs(src, life, a, b, n_life, slot, cells, dying):
     return n_d, n_c
 
 
+class Leaving(NamedTuple):
+    """The null sweep's state for one first token, both engines': each cell's ``total``, its
+    pairs leaving at the offset being swept (``run``), the cells with such pairs (``listed``),
+    and for each cell the sweep changes, its row (``slot``) of per-block ``parts`` and of
+    ``pending``, its block's leaving pairs (rows of the blocks' count, both empty without
+    the jackknife)."""
+
+    total: np.ndarray
+    run: np.ndarray
+    listed: np.ndarray
+    slot: np.ndarray
+    parts: np.ndarray
+    pending: np.ndarray
+
+
+@kernel(inline="always")
+def _take_out(y, g, c, n_blocks, at, n_p, jackknife):
+    """The null sweep's step, both engines' (with ``_apply_drops``): ``c`` pairs of cell y, of
+    block g, leave at the offset being swept (``at``, a ``Leaving``); a cell new at this
+    offset is listed after the ``n_p`` listed. Returns their number."""
+    if at.run[y] == 0:
+        at.listed[n_p] = y
+        n_p += 1
+    at.run[y] += c
+    if jackknife:
+        at.pending[at.slot[y] * n_blocks + g] += c
+    return n_p
+
+
+@kernel(inline="always")
+def _apply_drops(j, at, n_p, tables, diff, jk_diff, jackknife):
+    """The cells ``at.listed[:n_p]`` lose the pairs ``_take_out`` gathered, at offset index j:
+    the change of the joint sums goes to ``diff[j]`` (``_sums_change``) and, for each block g
+    holding part c of a cell and d of its leaving pairs, the change of g's delete delta to
+    ``jk_diff[j, g]`` (``_delta_change``); totals and parts go down, ``run`` and ``pending``
+    back to zero."""
+    total, run, listed, slot, parts, pending = at
+    n_blocks = jk_diff.shape[1]
+    for h in range(n_p):
+        y = listed[h]
+        t = total[y]
+        t2 = t - run[y]
+        run[y] = 0
+        e0, e1, e2 = _sums_change(t, t - t2, tables)
+        diff[j, 0] += e0
+        diff[j, 1] += e1
+        diff[j, 2] += e2
+        total[y] = t2
+        if not jackknife:
+            continue
+        k = slot[y] * n_blocks
+        for g in range(n_blocks):
+            c = parts[k + g]
+            if c > 0:
+                c2 = c - pending[k + g]
+                e0, e1, e2 = _delta_change(t, c, t2, c2, tables)
+                jk_diff[j, g, 0] += e0
+                jk_diff[j, g, 1] += e1
+                jk_diff[j, g, 2] += e2
+                parts[k + g] = c2
+                pending[k + g] = 0
+
+
 @kernel()
 def _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, scratch, cb, tables, diff, jk_diff, jackknife):
     """The deletion of one token's dying pairs (``_dying_pairs``: ``dying[:n_d]``, in the cells
     ``cells[:n_c]``) at the offset index where each one's life ends, all of a cell's there at
-    once, into ``diff[j]``/``jk_diff[j]``; the cells' totals in ``cell`` go down with them.
-    Returns ``cb``, grown if it had to be; ``slot`` is reset."""
+    once (``_take_out``, ``_apply_drops``), into ``diff[j]``/``jk_diff[j]``; the cells' totals
+    in ``cell`` go down with them. Returns ``cb``, grown if it had to be; ``slot`` is reset."""
     cell, run, order, slot, cells, dying, bins = (scratch.cell, scratch.run, scratch.order, scratch.slot,
                                                   scratch.cells, scratch.dying, scratch.bins)
     n_blocks = jk_diff.shape[1]
+    for e in range(n_c):  # the dying cells' totals, without the jackknife's notes
+        cell[cells[e]] &= CELL_TOTAL
     if jackknife:  # the dying cells' pairs per block, and room for their drops at one offset
         if 2 * n_c * n_blocks > cb.shape[0]:
             cb = np.empty(4 * n_c * n_blocks, dtype=np.int32)
@@ -888,49 +953,19 @@ def _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, scratch, cb, tables, di
         bins[j + 1] += bins[j]
     for e in range(n_d):
         i = dying[e]
-        at = bins[life[i]]
-        bins[life[i]] = at + 1
-        order[at] = i
-    pending = cb[n_c * n_blocks :]  # a cell's pairs dropped at this offset, per block
+        to = bins[life[i]]
+        bins[life[i]] = to + 1
+        order[to] = i
+    at = Leaving(cell, run, dying, slot, cb[: n_c * n_blocks], cb[n_c * n_blocks : 2 * n_c * n_blocks])
     e = 0
-    while e < n_d:  # one offset index at a time, each cell's drops there at once
+    while e < n_d:  # one offset index at a time; dying, read, now lists the cells
         j = life[order[e]]
         n_p = 0
-        f = e
-        while f < n_d and life[order[f]] == j:
-            i = order[f]
-            y = src[i]
-            if run[y] == 0:  # run (all zero) counts the cell's drops; dying lists the cells
-                dying[n_p] = y
-                n_p += 1
-            run[y] += 1
-            if jackknife:
-                pending[slot[y] * n_blocks + blk[i]] += 1
-            f += 1
-        for h in range(n_p):
-            y = dying[h]
-            t = cell[y] & CELL_TOTAL
-            t2 = t - run[y]
-            run[y] = 0
-            e0, e1, e2 = _sums_change(t, t - t2, tables)
-            diff[j, 0] += e0
-            diff[j, 1] += e1
-            diff[j, 2] += e2
-            cell[y] = t2  # the jackknife's notes are no longer needed
-            if not jackknife:
-                continue
-            k = slot[y] * n_blocks
-            for g in range(n_blocks):
-                c = cb[k + g]
-                if c > 0:
-                    c2 = c - pending[k + g]
-                    e0, e1, e2 = _delta_change(t, c, t2, c2, tables)
-                    jk_diff[j, g, 0] += e0
-                    jk_diff[j, g, 1] += e1
-                    jk_diff[j, g, 2] += e2
-                    cb[k + g] = c2
-                    pending[k + g] = 0
-        e = f
+        while e < n_d and life[order[e]] == j:
+            i = order[e]
+            n_p = _take_out(src[i], blk[i], 1, n_blocks, at, n_p, jackknife)
+            e += 1
+        _apply_drops(j, at, n_p, tables, diff, jk_diff, jackknife)
     for e in range(n_c):
         slot[cells[e]] = -1
     return cb
@@ -1468,11 +1503,11 @@ def _count_part(keys, counts, a, b, base, part, in_block, n_in):
 
 
 @kernel(inline="always")
-def _part_deltas(in_block, n_in, part, total, tables, jk, g, marked, held_block, held_cell, held_part, n_held):
+def _part_deltas(in_block, n_in, part, total, tables, jk, g, slot, parts, n_blocks):
     """Add to ``jk`` the change of the joint sums when block g's part of the listed cells is
-    deleted, resetting ``part``. Unless ``marked`` is empty, each marked cell's (g, cell,
-    part) is noted in ``held_*`` after the ``n_held`` noted; returns how many are noted."""
-    noting = marked.shape[0] > 0
+    deleted, resetting ``part``. Unless ``slot`` is empty, each cell with a row in it (one
+    a sweep changes) keeps its part in ``parts[slot[y] * n_blocks + g]``."""
+    noting = slot.shape[0] > 0
     d0, d1, emptied = 0.0, 0.0, 0
     for c in range(n_in):
         y = in_block[c]
@@ -1484,13 +1519,11 @@ def _part_deltas(in_block, n_in, part, total, tables, jk, g, marked, held_block,
         d0 += after0 - before0
         d1 += after1 - before1
         emptied += (m == t) & (t > 0)
-        if noting and marked[y]:
-            held_block[n_held], held_cell[n_held], held_part[n_held] = g, y, m
-            n_held += 1
+        if noting and slot[y] >= 0:
+            parts[slot[y] * n_blocks + g] = m
     jk[0] += d0
     jk[1] += d1
     jk[2] -= emptied
-    return n_held
 
 
 @kernel()
@@ -1553,7 +1586,7 @@ def piece_sums(
     part = np.zeros(vocab, dtype=np.int64)
     cells = np.empty(vocab, dtype=np.int64)
     in_block = np.empty(vocab, dtype=np.int64)
-    unmarked, held = np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.int64)  # no cell's parts noted
+    unswept, no_parts = np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)  # no cell's parts kept
     for x in np.flatnonzero(present):
         base, end = x * vocab, (x + 1) * vocab
         n_cells = _gather_token(keys, counts, piece_starts, cur, stop, base, end, total, cells)
@@ -1565,7 +1598,7 @@ def piece_sums(
                 i = by_block[k]
                 n_in = _count_part(keys, counts, cur[i], stop[i], base, part, in_block, n_in)
                 k += 1
-            _part_deltas(in_block, n_in, part, total, tables, joint_jk[g], g, unmarked, held, held, held, 0)
+            _part_deltas(in_block, n_in, part, total, tables, joint_jk[g], g, unswept, no_parts, n_blocks)
         s0, s1, empty = 0.0, 0.0, 0
         for c in range(n_cells):
             y = cells[c]
@@ -1589,17 +1622,15 @@ def swept_piece_sums(
     second: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``piece_sums`` of one table per block (piece g is block g's), and the same sums after
-    each of ``n_later`` sets of its pairs are taken out: drop piece ``k * blocks + g`` holds
+    each of ``n_later`` sets of its pairs leave in turn: drop piece ``k * blocks + g`` holds
     block g's pairs that set k takes out (the rotation null's pairs that the batch's k-th
-    larger offset drops; each set is taken out of the whole table, not of the previous set).
+    larger offset drops and the one before it keeps).
 
     First token by first token, the table's sums are taken as ``piece_sums`` takes them,
-    and each block's part of every cell a drop touches is noted; each set then changes
-    only the cells it touches: their sums by f(t - d) - f(t), and, for each block holding
-    part c of such a cell and d of the set's pairs, its delete-one-block delta from
-    f(t - c) - f(t) to f(t - d_total - (c - d)) - f(t - d_total). As the local engine's
-    sweep: O(table + sets x blocks x touched cells), not O(table x sets).
-    Returns ``(joint, joint_jk)``: row 0 the table's, row k + 1 set k's; the per-block
+    keeping each block's part of every cell a set touches; then each set's pairs leave
+    through the local engine's sweep step (``_take_out``, ``_apply_drops``), which changes
+    only the cells they touch: O(table + dropped entries x blocks), not O(table x sets).
+    Returns ``(joint, joint_jk)``: row 0 the table's, row k + 1 after set k; the per-block
     marginal counts of the table only are added into ``first`` and ``second`` as in ``piece_sums``.
     """
     n_blocks = starts.shape[0] - 1
@@ -1616,29 +1647,33 @@ def swept_piece_sums(
     part = np.zeros(vocab, dtype=np.int64)
     cells = np.empty(vocab, dtype=np.int64)
     in_block = np.empty(vocab, dtype=np.int64)
-    marked = np.zeros(vocab, dtype=np.bool_)  # cells some set takes pairs out of
-    dropped = np.zeros(vocab, dtype=np.int64)  # a set's pairs of each cell
-    dropped_cells = np.empty(vocab, dtype=np.int64)
-    dropped_part = np.zeros(vocab, dtype=np.int64)  # a set's pairs of each cell in one block
-    held_block = np.empty(keys.shape[0], dtype=np.int64)  # (block, cell, part) of the marked cells
-    held_cell = np.empty(keys.shape[0], dtype=np.int64)
-    held_part = np.empty(keys.shape[0], dtype=np.int64)
+    slot = np.full(vocab, -1, dtype=np.int32)  # a swept cell's row in cb
+    swept = np.empty(vocab, dtype=np.int64)  # the swept cells
+    run = np.zeros(vocab, dtype=np.int64)
+    listed = np.empty(vocab, dtype=np.int64)
+    cb = np.empty(0, dtype=np.int64)  # the swept cells' parts per block, then their pending drops
     for x in np.flatnonzero(present):
         base, end = x * vocab, (x + 1) * vocab
         n_cells = _gather_token(keys, counts, starts, cur, stop, base, end, total, cells)
-        any_drop = False
+        n_c = 0
         for i in range(dcur.shape[0]):
             j, last = dcur[i], dstarts[i + 1]
             while j < last and dkeys[j] < end:
-                marked[dkeys[j] - base] = True
+                y = dkeys[j] - base
+                if slot[y] < 0:
+                    slot[y] = n_c
+                    swept[n_c] = y
+                    n_c += 1
                 j += 1
             dstop[i] = j
-            any_drop |= j > dcur[i]
-        n_held = 0
+        room = n_c * n_blocks if jackknife else 0
+        if 2 * room > cb.shape[0]:
+            cb = np.empty(4 * room, dtype=np.int64)
+        cb[: 2 * room] = 0
+        at = Leaving(total, run, listed, slot, cb[:room], cb[room : 2 * room])
         for g in range(n_blocks if jackknife else 0):
             n_in = _count_part(keys, counts, cur[g], stop[g], base, part, in_block, 0)
-            n_held = _part_deltas(in_block, n_in, part, total, tables, joint_jk[0, g], g, marked, held_block,
-                                  held_cell, held_part, n_held)
+            _part_deltas(in_block, n_in, part, total, tables, joint_jk[0, g], g, slot, at.parts, n_blocks)
         s0, s1 = 0.0, 0.0
         for c in range(n_cells):
             v0, v1 = _cell_sums(total[cells[c]], tables)
@@ -1647,53 +1682,24 @@ def swept_piece_sums(
         joint[0, 0] += s0
         joint[0, 1] += s1
         joint[0, 2] += n_cells
-        for k in range(n_later if any_drop else 0):
-            n_d = 0
-            for i in range(k * n_blocks, (k + 1) * n_blocks):
-                for j in range(dcur[i], dstop[i]):
-                    y = dkeys[j] - base
-                    dropped_cells[n_d] = y
-                    n_d += dropped[y] == 0
-                    dropped[y] += dcounts[j]
-            e0, e1, e2 = 0.0, 0.0, 0.0
-            for c in range(n_d):
-                y = dropped_cells[c]
-                f0, f1, f2 = _sums_change(total[y], dropped[y], tables)
-                e0 += f0
-                e1 += f1
-                e2 += f2
-            joint[k + 1, 0] += e0
-            joint[k + 1, 1] += e1
-            joint[k + 1, 2] += e2
-            h = 0
-            for g in range(n_blocks if jackknife and n_d > 0 else 0):
+        for k in range(n_later if n_c > 0 else 0):
+            n_p = 0
+            for g in range(n_blocks):
                 i = k * n_blocks + g
                 for j in range(dcur[i], dstop[i]):
-                    dropped_part[dkeys[j] - base] += dcounts[j]
-                while h < n_held and held_block[h] == g:
-                    y = held_cell[h]
-                    d_all, t, c, d = dropped[y], total[y], held_part[h], dropped_part[y]
-                    if d_all > 0:  # this set touches the cell: its delta for block g moves
-                        e0, e1, e2 = _delta_change(t, c, t - d_all, c - d, tables)
-                        joint_jk[k + 1, g, 0] += e0
-                        joint_jk[k + 1, g, 1] += e1
-                        joint_jk[k + 1, g, 2] += e2
-                    h += 1
-                for j in range(dcur[i], dstop[i]):
-                    dropped_part[dkeys[j] - base] = 0
-            for c in range(n_d):
-                dropped[dropped_cells[c]] = 0
+                    n_p = _take_out(dkeys[j] - base, g, dcounts[j], n_blocks, at, n_p, jackknife)
+            _apply_drops(k + 1, at, n_p, tables, joint, joint_jk, jackknife)
         for c in range(n_cells):
             total[cells[c]] = 0
+        for c in range(n_c):
+            slot[swept[c]] = -1
         for i in range(dcur.shape[0]):
-            for j in range(dcur[i], dstop[i]):
-                marked[dkeys[j] - base] = False
             dcur[i] = dstop[i]
         for g in range(n_blocks):
             cur[g] = stop[g]
-    for k in range(1, n_later + 1):
-        joint[k] += joint[0]
-        joint_jk[k] += joint_jk[0]
+    for k in range(1, n_later + 1):  # changes -> values
+        joint[k] += joint[k - 1]
+        joint_jk[k] += joint_jk[k - 1]
     return joint, joint_jk
 
 

@@ -237,14 +237,15 @@ def swept_range_sums(
 ) -> list[PartialSums]:
     """The rotation null's partial sums of one first-token range at a batch's smallest offset,
     from its table of every block (``tables[g]``), then at each larger offset k, less the
-    pairs that offset drops (``drops[k][g]``, pairs ``tables[g]`` holds).
+    pairs that offset drops: ``drops[k][g]`` holds those that offset k drops and offset
+    k - 1 keeps (pairs ``tables[g]`` holds), so each pair is in at most one of them.
 
-    ``kernels.swept_piece_sums`` sums the tables once and changes only the cells the
-    dropped pairs touch, as the local engine's sweep does; the marginals lose the dropped
-    pairs' counts (the first's sums NaN without ``first_marginal``); the larger offsets'
-    partial sums share the smallest's second-token counts and list the pairs they drop in
-    ``second_taken``. The kernel takes the tables end to end, ``chunk`` entries at a time
-    (and the dropped pairs of the same first tokens).
+    ``kernels.swept_piece_sums`` sums the tables once and takes the dropped pairs out offset
+    by offset with the local engine's sweep step, changing only the cells they touch; the
+    marginals lose the dropped pairs' counts (the first's sums NaN without
+    ``first_marginal``); the larger offsets' partial sums share the smallest's second-token
+    counts and list the pairs they drop in ``second_taken``. The kernel takes the tables end
+    to end, ``chunk`` entries at a time (and the dropped pairs of the same first tokens).
     """
     if any(len(group) != len(tables) for group in drops):
         raise ValueError("every larger offset needs one table of dropped pairs per block")
@@ -260,13 +261,14 @@ def swept_range_sums(
         joint += sums
         joint_jk += deltas
     out = [_partial(joint[0], joint_jk[0], first, second, jackknife, first_marginal)]
+    first_k = first.copy()  # n_blocks x 0 without the first marginal; loses each offset's drops in turn
+    taken_keys, taken_counts = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for k, group in enumerate(drops):
-        first_k = first.copy()  # n_blocks x 0 without the first marginal
         for g, t in enumerate(group if first_marginal else []):
             np.subtract.at(first_k[g], t.keys // vocab, t.counts)
-        empty = [np.zeros(0, np.int64)]
-        taken = CountTable(np.concatenate([g * vocab + t.keys % vocab for g, t in enumerate(group)] or empty),
-                           np.concatenate([t.counts for t in group] or empty))
+        taken_keys += [g * vocab + t.keys % vocab for g, t in enumerate(group)]
+        taken_counts += [t.counts for t in group]
+        taken = CountTable(np.concatenate(taken_keys), np.concatenate(taken_counts))
         out.append(_partial(joint[k + 1], joint_jk[k + 1], first_k, second, jackknife, first_marginal, taken))
     return out
 
