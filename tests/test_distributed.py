@@ -345,6 +345,26 @@ def test_batch_spec_asks_each_larger_null_offset_for_its_own_drops() -> None:
     assert set(base_of) == {null[r][0] for r in (4, 16, 64)} and set(base_of.values()) == {null[1][0]}
 
 
+def test_the_counted_stream_is_written_a_chunk_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_write_tokens`` (a reordered, memory-mapped sample's tokens for the workers), hashing
+    and writing a few tokens at a time: the file and its content-derived name are those of
+    the whole narrowed array saved at once, and a second call reuses the file."""
+    import hashlib
+
+    monkeypatch.setattr(distributed, "WRITE_CHUNK", 7)
+    np.save(tmp_path / "sample.npy", np.random.default_rng(0).integers(0, 300, size=100).astype(np.int64))
+    tokens = np.load(tmp_path / "sample.npy", mmap_mode="r")
+    stream = TokenStream("g", tokens, np.array([60, 40]), 300)
+    path = distributed._write_tokens(stream, tmp_path / "shared")
+    narrow = tokens.astype(np.uint16)
+    assert path.name == f"depstat-tokens-{hashlib.sha1(narrow.tobytes()).hexdigest()[:20]}.npy"
+    got = np.load(path)
+    assert got.dtype == np.uint16
+    npt.assert_array_equal(got, narrow)
+    assert distributed._write_tokens(stream, tmp_path / "shared") == path
+    assert [p.name for p in (tmp_path / "shared").iterdir()] == [path.name]  # no temporary left
+
+
 def test_killed_worker_during_encoding_changes_nothing(client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """SIGKILL, while shards are being encoded, a worker that holds the tokenizer's JSON: the
     JSON (a task's result) is computed again, the worker's tasks (atomic part files,

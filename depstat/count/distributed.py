@@ -95,6 +95,7 @@ PROBE_SHARDS = 4
 PROBE_SAFETY = 2
 DENSE_MERGE_FAN_IN = 256  # dense tables a merge task holds: at most 65,536 cells (1 MiB) each
 ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
+WRITE_CHUNK = 1 << 22  # tokens the client hashes and writes at a time (_write_tokens)
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
 RANGE_TOKENS = 1 << 24  # one first-token range per this many tokens (each range costs tasks)
 MAX_KEY_RANGES = 16
@@ -650,11 +651,26 @@ def _spec_key(spec: list) -> str:
 
 
 def _write_tokens(stream: TokenStream, directory: Path) -> Path:
-    """The stream's tokens as a .npy named by their content, written atomically once."""
+    """The stream's tokens as a .npy named by their content, written atomically once.
+
+    Hashed and written WRITE_CHUNK tokens at a time: a copy of them all (the narrowed array, or
+    its bytes for the hash) would put the whole stream in this process's memory, which a
+    memory-mapped stream (a reordered sample, ``TokenStream.reordered``) keeps out of it."""
     directory.mkdir(parents=True, exist_ok=True)
-    tokens = stream.tokens.astype(np.min_scalar_type(max(int(stream.vocab_size) - 1, 0)))
-    digest = hashlib.sha1(tokens.tobytes()).hexdigest()[:20]
-    path = directory / f"depstat-tokens-{digest}.npy"
+    dtype = np.min_scalar_type(max(int(stream.vocab_size) - 1, 0))
+    chunks = [slice(a, a + WRITE_CHUNK) for a in range(0, stream.n_tokens, WRITE_CHUNK)]
+    digest = hashlib.sha1()
+    for chunk in chunks:
+        digest.update(np.ascontiguousarray(stream.tokens[chunk], dtype=dtype))
+    path = directory / f"depstat-tokens-{digest.hexdigest()[:20]}.npy"
+
+    def write(tmp: str) -> None:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=dtype, shape=(stream.n_tokens,))
+        for chunk in chunks:
+            out[chunk] = stream.tokens[chunk]
+        out.flush()
+        del out
+
     if not path.exists():
-        atomic_write(path, lambda tmp: np.save(tmp, tokens))
+        atomic_write(path, write)
     return path
