@@ -9,7 +9,10 @@ I itself (not log I, so offsets whose estimate is near zero or below keep their 
 
 The floor takes up what reaches every offset alike (leftover estimator bias, or information
 shared by a whole document), so that it does not count as long dependencies. The model with
-the smaller weighted residual is preferred (both have three parameters, so this is AIC).
+the smaller weighted residual is preferred (both have three parameters, so this is AIC). The
+fits start at the first of a few offsets from which a model fits within its errors
+(``fit_start``): a tokenizer's first offsets can follow no smooth decay, and a floor fitted
+across them would take up that misfit.
 
 What the data say (``Width.kind``):
 
@@ -41,6 +44,8 @@ LOCAL_TOKENS = 8.0
 MIN_DOCS = 20  # documents an offset needs to be used (or half the corpus's, for small corpora)
 REL_SE_FLOOR = 0.02  # relative error floor of a point's weight, so one tiny-se point cannot dominate
 MODELS = ("power", "exponential")
+FIT_STARTS = (1.0, 2.0, 4.0, 8.0)  # offsets (tokens) a decay fit may start from; see fit_start
+MIN_FIT_POINTS = 8  # offsets distinguishable from zero that a later start must keep
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,9 @@ def curve(table: pl.DataFrame, name: str, bytes_per_token: float | None = None, 
     rows = table.filter(pl.col("granularity") == name).sort("offset")
     enough = min(MIN_DOCS, rows["n_docs"].max() / 2) if rows.height else 0
     rows = rows.filter(pl.col("n_docs") >= enough)
+    if "bias_bound" in rows.columns:  # MI >= 0: an estimate below zero beyond its errors is the estimator failing
+        error = (pl.col("se").fill_nan(0).fill_null(0) ** 2 + pl.col("bias_bound").fill_nan(0).fill_null(0) ** 2).sqrt()
+        rows = rows.filter(~(pl.col("mi_bits") + 2 * error < 0))
     mi = rows["mi_bits"].to_numpy().astype(float)
     if "replicates" in rows.columns and rows.height and rows["replicates"].list.len().min() >= 2:
         reps = np.array(rows["replicates"].to_list(), dtype=float)
@@ -207,6 +215,28 @@ def fit_decay(r: np.ndarray, mi: np.ndarray, se: np.ndarray, model: str) -> Deca
     return DecayFit(model, float(math.exp(p[0])), par, float(p[2]), float(2 * res.cost), int(r.size))
 
 
+def fit_start(r: np.ndarray, mi: np.ndarray, se: np.ndarray, significant: np.ndarray) -> float:
+    """The offset the decay models are fitted from: the smallest of ``FIT_STARTS`` from which the
+    better model fits within its errors (chi2/dof at most 1 + 3 sqrt(2/dof)), or the first offset
+    when none does. A tokenizer's first offsets (within a word) can follow no smooth decay where
+    the rest of the profile does; a floor fitted across them takes up that misfit rather than
+    what reaches every offset. A kernel no model fits keeps all its offsets, and so does one that
+    ends before a later start: fewer than ``MIN_FIT_POINTS`` offsets from it distinguishable from
+    zero, or the fitted kernel's own q90 width not past it."""
+    for start in FIT_STARTS:
+        keep = r >= start
+        n = int(keep.sum())
+        fits = fits_of(r[keep], mi[keep], se[keep])
+        if int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS or not fits:
+            break
+        best = min(fits.values(), key=lambda f: f.chi2)
+        if start > FIT_STARTS[0] and model_width(best) <= start:
+            break
+        if best.chi2 / (n - 3) <= 1 + 3 * math.sqrt(2 / (n - 3)):
+            return start
+    return FIT_STARTS[0]
+
+
 def fits_of(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> dict[str, DecayFit]:
     """Both decay models fitted to one profile (models that could not be fitted left out)."""
     out = {m: fit_decay(r, mi, se, m) for m in MODELS}
@@ -240,6 +270,11 @@ def power_width(alpha: float) -> float:
     return max(1.0, hi)
 
 
+def model_width(f: DecayFit) -> float:
+    """q90 width (tokens) of one fitted kernel above its floor: exponential_width or power_width."""
+    return exponential_width(f.parameter) if f.model == "exponential" else power_width(f.parameter)
+
+
 @dataclass(frozen=True)
 class Width:
     """What one granularity's profile says about the reach of its dependencies.
@@ -264,6 +299,7 @@ class Width:
     bytes_per_token: float | None
     reason: str
     fits: dict[str, DecayFit]
+    fit_start: float = 1.0  # the offset the fits start from (fit_start)
 
     @property
     def W_bytes(self) -> float | None:
@@ -283,6 +319,7 @@ class Fitted:
     curve: Curve
     fits: dict[str, DecayFit]
     replicate_fits: tuple[dict[str, DecayFit], ...]
+    start: float = 1.0  # the offset the fits start from (fit_start)
 
     @property
     def model(self) -> str | None:
@@ -301,23 +338,27 @@ class Fitted:
         moved = None
         if c.bias is not None:
             moved = []
+            keep = c.offsets >= self.start
             for shifted in (c.mi + c.bias, c.mi - c.bias):
-                refit = fit_decay(c.offsets, shifted, c.se, self.model)
+                refit = fit_decay(c.offsets[keep], shifted[keep], c.se[keep], self.model)
                 moved.append(shifted - (refit.floor if refit is not None else floor))
             moved = np.array(moved)
         return replace(c, mi=c.mi - floor, replicates=c.replicates - floors[None, :], moved=moved)
 
 
-def fitted(c: Curve) -> Fitted:
-    """Fit both models to a curve and to each of its replicates."""
-    reps = tuple(fits_of(c.offsets, c.replicate(g), c.se) for g in range(c.replicates.shape[1]))
-    return Fitted(c, fits_of(c.offsets, c.mi, c.se), reps)
+def fitted(c: Curve, start: float | None = None) -> Fitted:
+    """Fit both models to a curve and to each of its replicates, from offset ``start`` (by default
+    the point profile's ``fit_start``)."""
+    start = fit_start(c.offsets, c.mi, c.se, c.significant) if start is None else start
+    k = c.offsets >= start
+    reps = tuple(fits_of(c.offsets[k], c.replicate(g)[k], c.se[k]) for g in range(c.replicates.shape[1]))
+    return Fitted(c, fits_of(c.offsets[k], c.mi[k], c.se[k]), reps, start)
 
 
 def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
     """The kind and width of one granularity's dependencies, with replicate intervals."""
     c = f.curve
-    base = dict(granularity=c.name, r_max=c.r_max, bytes_per_token=c.bytes_per_token)
+    base = dict(granularity=c.name, r_max=c.r_max, bytes_per_token=c.bytes_per_token, fit_start=f.start)
     if not c.significant.any() or not f.fits:
         return Width(**base, kind="none", W=None, ci_low=None, ci_high=None, alpha=None, alpha_ci=None,
                      floor=None, floor_ci=None, preferred_model=None, exponential_share=None, fits={},
@@ -341,6 +382,8 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
     _, f_lo, f_hi = interval("floor")
     alpha = fits["power"].parameter if "power" in fits else None
     share = float(np.mean([preferred(fs) == "exponential" for fs in rep_fits])) if rep_fits else None
+    start = f" (fitted from r = {f.start:.0f}: no model fits the offsets before it within their errors)"
+    start = start if f.start > 1 else ""
     common = dict(alpha=alpha, alpha_ci=(a_lo, a_hi) if alpha is not None else None,
                   floor=fits[model].floor, floor_ci=(f_lo, f_hi),
                   preferred_model=model, exponential_share=share, fits=fits)
@@ -354,7 +397,7 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
                       f"[{lo:.1f}, {hi:.1f}], well inside the {c.r_max:.0f} profiled")
             if kind == "local":
                 reason = f"dependencies end within {math.ceil(hi)} tokens: " + reason
-            return Width(**base, kind=kind, W=w, ci_low=lo, ci_high=hi, reason=reason, **common)
+            return Width(**base, kind=kind, W=w, ci_low=lo, ci_high=hi, reason=reason + start, **common)
         reason = (f"the exponential's width ({w:.0f} tokens, up to {hi:.0f}) reaches past half of the "
                   f"{c.r_max:.0f} profiled: no length of its own within the profiled range")
     else:
@@ -364,10 +407,10 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
         if hi <= LOCAL_TOKENS:
             reason = (f"dependencies end within {math.ceil(hi)} tokens: I(r) falls as a steep power law (alpha = "
                       f"{alpha:.2f}) whose kernel holds 90 % of its mass within {w:.1f} tokens [{lo:.1f}, {hi:.1f}]")
-            return Width(**base, kind="local", W=w, ci_low=lo, ci_high=hi, reason=reason, **common)
+            return Width(**base, kind="local", W=w, ci_low=lo, ci_high=hi, reason=reason + start, **common)
         reason = (f"a power law fits better than an exponential (alpha = {alpha:.2f}): no length of its own "
                   f"up to r = {c.r_max:.0f}")
-    return Width(**base, kind="scale-free", W=None, ci_low=None, ci_high=None, reason=reason, **common)
+    return Width(**base, kind="scale-free", W=None, ci_low=None, ci_high=None, reason=reason + start, **common)
 
 
 def local_slopes(offsets: np.ndarray, mi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
