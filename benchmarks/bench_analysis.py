@@ -20,11 +20,14 @@ Run: python benchmarks/bench_analysis.py [--quick]
    GCIDE (dict-gcide), and a mix of the English prose corpora (KJV books, fortunes, the English
    handbook, the Linux and Python documentation, the Devil's Dictionary). Each row says what was
    expected before the run and what came out.
-3. Clusters in Nemotron-ClimbMix's shape (issue 31), printed last: the Linux and Perl
+3. Clusters in Nemotron-ClimbMix's shape (issue 31), printed after 2: the Linux and Perl
    documentation, tree text and arithmetic as clusters of one corpus of token ids (a byte-level
    BPE of 4096 trained on all of them, two parquet parts sorted by cluster), decoded with that
    tokenizer and profiled per cluster (``profile_groups``), each with its verdict.
-4. Calibration (printed between 1 and 2): the verdict on synthetic profiles of known shape
+4. The suite's ClimbMix-shaped fixture (tests/test_groups.py) at 600, 1200 and 2400 tree-text
+   documents and seeds 1-4, printed last: tree text's and arithmetic's verdicts, and where each
+   granularity's decay fits start.
+5. Calibration (printed between 1 and 2): the verdict on synthetic profiles of known shape
    (``noisy_curve``), today's rule against one where every measured cell decides.
 """
 
@@ -82,9 +85,10 @@ HEAD_DIM, L, TARGET = 128, 2048, 8192
 
 
 def _w(w: depstat.analysis.dependency.Width) -> str:
+    start = f", fitted from r = {w.fit_start:g}" if w.fit_start > 1 else ""
     if w.W is None:
-        return f"{w.kind} (alpha {w.alpha:.2f})" if w.alpha is not None else w.kind
-    return f"{w.kind} {w.W:.1f} [{w.ci_low:.1f}, {w.ci_high:.1f}]"
+        return (f"{w.kind} (alpha {w.alpha:.2f}{start})" if w.alpha is not None else w.kind)
+    return f"{w.kind} {w.W:.1f} [{w.ci_low:.1f}, {w.ci_high:.1f}]" + (f" ({start[2:]})" if start else "")
 
 
 def widths(quick: bool) -> None:
@@ -113,7 +117,10 @@ def widths(quick: bool) -> None:
         table, _ = mi_profile(chain.sample(docs, 4000, seed=docs), log_offsets(2048))
         got.append(kernel_width(fitted(curve(table, "markov"))))
         print(f"{docs * 4000:>9,} tokens: {_w(got[-1])}")
-    print(f"exact: {_w(exact)}; 2M / 1M = {got[1].W / got[0].W:.3f}")
+    r = np.arange(1, 2049)
+    mass = np.cumsum(chain.exact_mi(r))
+    print(f"exact: {_w(exact)}; 2M / 1M = {got[1].W / got[0].W:.3f}; the exact kernel's own q90 (no model: the "
+          f"offset within which 90 % of sum I(r), r <= 2048, lies): {r[np.searchsorted(mass, 0.9 * mass[-1])]}")
     print("\n== a few-character Markov text (switch 0.3: topics last ~3 characters), two document orders")
     texts = markov_text(150, 4096, seed=3, chain=topic_chain(vocab=64, topics=4, switch=0.3, concentration=0.3))
     with tempfile.TemporaryDirectory() as d:
@@ -427,16 +434,27 @@ def corpora(tmp: Path, quick: bool) -> list[tuple[str, Path | str, str]]:
 
 def _verdict_without(p: depstat.Profile, a: depstat.Analysis, left_out: str) -> str:
     """The verdict with one part of the rule left out: "bias term" (every cell's slope error from
-    the replicates alone, as before the cells' errors took the bias bounds in) or "floor" (the
-    slopes of I itself, no fitted floor subtracted)."""
+    the replicates alone, as before the cells' errors took the bias bounds in), "floor" (the
+    slopes of I itself, no fitted floor subtracted) or "fit start" (every decay fit from r = 1,
+    the rule before ``fit_start``)."""
     names, duplicates = selfsim.distinct(p.table)
-    fits = {n: fitted(granularity_curve(p, n)) for n in names}
-    curves = {n: dataclasses.replace(f.excess(), bias=None) if left_out == "bias term" else f.curve
-              for n, f in fits.items()}
-    ss = selfsim.self_similarity(curves, a.granularity, a.widths[a.granularity], TARGET, TARGET / L,
-                                 duplicates=duplicates)
+    fits = {n: fitted(granularity_curve(p, n), 1.0 if left_out == "fit start" else None) for n in names}
+    curves = {n: dataclasses.replace(f.excess(), bias=None) if left_out == "bias term"
+              else f.curve if left_out == "floor" else f.excess() for n, f in fits.items()}
+    confidence = a.settings.confidence or p.confidence
+    width = kernel_width(fits[a.granularity], confidence) if left_out == "fit start" else a.widths[a.granularity]
+    ss = selfsim.self_similarity(curves, a.granularity, width, a.settings.factor * a.settings.train_length,
+                                 a.settings.factor, a.settings.similarity_margin, confidence, duplicates)
     return ss.verdict + (f", precise D {ss.precise_effect:.2f} [{max(ss.precise_bounds[0], 0):.2f}, "
                          f"{ss.precise_bounds[1]:.2f}]" if ss.precise_effect is not None else "") + "; cells: " + _cell_list(ss)
+
+
+def _precise(ss: selfsim.SelfSimilarity) -> str:
+    """The precise cells' D with its bounds and the byte range they span, or "none"."""
+    if ss.precise_effect is None:
+        return "none"
+    return (f"{ss.precise_effect:.2f} [{max(ss.precise_bounds[0], 0):.2f}, {ss.precise_bounds[1]:.2f}] over "
+            f"{ss.precise_range[0]:.0f}-{ss.precise_range[1]:.0f} bytes")
 
 
 def _cell_list(ss: selfsim.SelfSimilarity) -> str:
@@ -461,9 +479,7 @@ def verdicts(quick: bool) -> None:
                       if ss.effect is not None else "-")
             print(f"\n{name} ({time.perf_counter() - t0:.0f} s)")
             print(f"  expected: {expected}")
-            precise = (f"{ss.precise_effect:.2f} [{max(ss.precise_bounds[0], 0):.2f}, {ss.precise_bounds[1]:.2f}] "
-                       f"over {ss.precise_range[0]:.0f}-{ss.precise_range[1]:.0f} bytes"
-                       if ss.precise_effect is not None else "none")
+            precise = _precise(ss)
             print(f"  verdict:  {ss.verdict}; slope disagreement D = {effect}; precise cells: {precise} "
                   f"(margin {ss.margin:g})")
             print(f"  reason:   {ss.reasons[0]}")
@@ -471,6 +487,7 @@ def verdicts(quick: bool) -> None:
             print(f"  without the bias bound in the cells' errors (the rule before): "
                   f"{_verdict_without(p, a, 'bias term')}")
             print(f"  without the floor subtracted (slopes of I itself): {_verdict_without(p, a, 'floor')}")
+            print(f"  every fit from r = 1 (the rule before fit_start): {_verdict_without(p, a, 'fit start')}")
             print("  dilation: " + ("; ".join(
                 f"{d.granularity} {d.spread:.2f} ± {d.spread_se:.2f} [{max(d.bounds[0], 0):.2f}, {d.bounds[1]:.2f}] "
                 f"over r = {d.r_low:.0f}-{d.r_high:.0f} tokens ({d.n_cells} precise cells)" for d in ss.dilations)
@@ -488,15 +505,34 @@ def verdicts(quick: bool) -> None:
 CLUSTER_TOKENIZER = 4096  # the ids' tokenizer in the ClimbMix-shaped corpus (ClimbMix's is GPT-2's)
 
 
-def clusters(quick: bool) -> None:
-    """Clusters of known kind in ClimbMix's shape, profiled and analysed per cluster."""
+def _climbmix_shape(tmp: Path, texts: dict[str, list[str]], vocab: int, settings: object, max_offset: int,
+                    granularities: list[str]) -> object:
+    """``texts`` as clusters of one corpus in ClimbMix's shape (token ids of a byte-level BPE of
+    ``vocab`` trained on all of them, cluster ids, two parquet parts sorted by cluster), decoded
+    with that tokenizer and profiled per cluster: ``profile_groups``'s result."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from depstat.analysis.groups import profile_groups
-    from depstat.analysis.result import Settings
     from depstat.io.corpus import open_corpus
     from depstat.tokenize.granularity import train_bpe
+
+    tok = train_bpe([t for group in texts.values() for t in group], vocab)
+    tok_path = tmp / "tok" / "tokenizer.json"
+    tok_path.parent.mkdir(exist_ok=True)
+    tok.save(str(tok_path))
+    rows = [(c, e.ids) for c, group in sorted(texts.items()) for e in tok.encode_batch(group, add_special_tokens=False)]
+    half = len(rows) // 2
+    for part, chunk in enumerate((rows[:half], rows[half:])):
+        pq.write_table(pa.table({"tokens": [ids for _, ids in chunk], "token_count": [len(ids) for _, ids in chunk],
+                                 "cluster_id": [c for c, _ in chunk]}), str(tmp / f"part-{part}.parquet"))
+    corpus = open_corpus(str(tmp / "*.parquet"), ids_tokenizer=str(tok_path), group_field="cluster_id")
+    return profile_groups(corpus, settings, granularities=granularities, max_offset=max_offset)
+
+
+def clusters(quick: bool) -> None:
+    """Clusters of known kind in ClimbMix's shape, profiled and analysed per cluster."""
+    from depstat.analysis.result import Settings
 
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -508,23 +544,15 @@ def clusters(quick: bool) -> None:
         texts["arithmetic"] = arithmetic_problems(120 if quick else 300, seed=1)
         if quick:
             texts = {k: v[:300] for k, v in texts.items()}
-        tok = train_bpe([t for group in texts.values() for t in group], CLUSTER_TOKENIZER)
-        tok_path = tmp / "tok" / "tokenizer.json"
-        tok_path.parent.mkdir()
-        tok.save(str(tok_path))
-        rows = [(c, e.ids) for c, group in sorted(texts.items()) for e in tok.encode_batch(group, add_special_tokens=False)]
-        half = len(rows) // 2
-        for part, chunk in enumerate((rows[:half], rows[half:])):
-            pq.write_table(pa.table({"tokens": [ids for _, ids in chunk], "token_count": [len(ids) for _, ids in chunk],
-                                     "cluster_id": [c for c, _ in chunk]}), str(tmp / f"part-{part}.parquet"))
-        print(f"\n== clusters in ClimbMix's shape: {len(rows)} records of token ids (a byte-level BPE of "
+        n_records = sum(len(v) for v in texts.values())
+        print(f"\n== clusters in ClimbMix's shape: {n_records} records of token ids (a byte-level BPE of "
               f"{CLUSTER_TOKENIZER} trained on all clusters), two parquet parts sorted by cluster; decoded with "
               f"--ids-tokenizer, grouped by cluster_id, granularities {', '.join(GRANULARITIES[:3])} and the "
               f"ids' tokenizer; head dim {HEAD_DIM}, L_train {L}, target {TARGET}")
         t0 = time.perf_counter()
-        corpus = open_corpus(str(tmp / "*.parquet"), ids_tokenizer=str(tok_path), group_field="cluster_id")
-        groups = profile_groups(corpus, Settings(head_dim=HEAD_DIM, train_length=L, target_length=TARGET),
-                                granularities=GRANULARITIES[:3], max_offset=L)
+        groups = _climbmix_shape(tmp, texts, CLUSTER_TOKENIZER,
+                                 Settings(head_dim=HEAD_DIM, train_length=L, target_length=TARGET), L,
+                                 GRANULARITIES[:3])
         print(f"({time.perf_counter() - t0:.0f} s)")
         for g in groups.groups:
             if g.analysis is None:
@@ -532,13 +560,35 @@ def clusters(quick: bool) -> None:
                 continue
             ss, w = g.analysis.self_similarity, g.analysis.widths[g.analysis.granularity]
             mb = g.profile.granularities["bytes"]["n_bytes"] / 1e6
-            precise = (f"{ss.precise_effect:.2f} [{max(ss.precise_bounds[0], 0):.2f}, {ss.precise_bounds[1]:.2f}] over "
-                       f"{ss.precise_range[0]:.0f}-{ss.precise_range[1]:.0f} bytes" if ss.precise_effect is not None
-                       else "none")
             print(f"\n{g.value}: {g.n_docs} documents, {mb:.1f} MB; model granularity {g.analysis.granularity}: {_w(w)}")
-            print(f"  verdict:  {ss.verdict}; precise cells: {precise}")
+            print(f"  verdict:  {ss.verdict}; precise cells: {_precise(ss)}")
             print(f"  reason:   {ss.reasons[0]}")
             print(f"  cells:    {_cell_list(ss)}")
+
+
+def cluster_sizes(quick: bool) -> None:
+    """The suite's ClimbMix-shaped fixture (tests/test_groups.py: tree text and 80 arithmetic
+    problems, a BPE of 2048, d = 64, L_train 1024, target 4096) at several sizes and seeds."""
+    from depstat.analysis.result import Settings
+
+    sizes, seeds = ((600,), (1, 2)) if quick else ((600, 1200, 2400), (1, 2, 3, 4))
+    print("\n== the suite's ClimbMix-shaped fixture (tests/test_groups.py) at other sizes and seeds: tree text "
+          "(a power law by construction) and 80 arithmetic problems as two clusters; bytes, bpe-1k, bpe-8k and the "
+          "ids' tokenizer (a BPE of 2048); d 64, L_train 1024, target 4096")
+    print(f"{'tree docs':>9} {'seed':>4}  {'tree':<17} {'precise cells':<32} {'fits start at (tokens)':<40} "
+          f"{'tree, fits from r = 1':<22} arithmetic")
+    for n in sizes:
+        for seed in seeds:
+            with tempfile.TemporaryDirectory() as d:
+                texts = {"tree": tree_text(n, seed=seed), "arithmetic": arithmetic_problems(80, seed=seed)}
+                groups = _climbmix_shape(Path(d), texts, 2048, Settings(head_dim=64, train_length=1024,
+                                         target_length=4096), 1024, ["bytes", "bpe-1k", "bpe-8k"])
+            a = {g.value: g.analysis for g in groups.groups}
+            tree = next(g.profile for g in groups.groups if g.value == "tree")
+            before = _verdict_without(tree, a["tree"], "fit start").split(",")[0].split(";")[0]
+            starts = ", ".join(f"{g} {w.fit_start:g}" for g, w in a["tree"].widths.items())
+            print(f"{n:>9} {seed:>4}  {a['tree'].self_similarity.verdict:<17} {_precise(a['tree'].self_similarity):<32} "
+                  f"{starts:<40} {before:<22} {a['arithmetic'].self_similarity.verdict}")
 
 
 def main() -> None:
@@ -549,6 +599,7 @@ def main() -> None:
     calibration(args.quick)
     verdicts(args.quick)
     clusters(args.quick)
+    cluster_sizes(args.quick)
 
 
 if __name__ == "__main__":
