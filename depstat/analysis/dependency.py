@@ -226,8 +226,10 @@ def fit_start(r: np.ndarray, mi: np.ndarray, se: np.ndarray, significant: np.nda
     for start in FIT_STARTS:
         keep = r >= start
         n = int(keep.sum())
+        if int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS:
+            break
         fits = fits_of(r[keep], mi[keep], se[keep])
-        if int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS or not fits:
+        if not fits:
             break
         best = min(fits.values(), key=lambda f: f.chi2)
         if start > FIT_STARTS[0] and model_width(best) <= start:
@@ -382,8 +384,8 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
     _, f_lo, f_hi = interval("floor")
     alpha = fits["power"].parameter if "power" in fits else None
     share = float(np.mean([preferred(fs) == "exponential" for fs in rep_fits])) if rep_fits else None
-    start = f" (fitted from r = {f.start:.0f}: no model fits the offsets before it within their errors)"
-    start = start if f.start > 1 else ""
+    start = (f" (fitted from r = {f.start:.0f}: no model fits the offsets before it within their errors)"
+             if f.start > 1 else "")
     common = dict(alpha=alpha, alpha_ci=(a_lo, a_hi) if alpha is not None else None,
                   floor=fits[model].floor, floor_ci=(f_lo, f_hi),
                   preferred_model=model, exponential_share=share, fits=fits)
