@@ -205,6 +205,17 @@ def _bible(tmp: Path) -> dict[str, Path]:
             "chapters": write_jsonl(tmp / "bible-chapters.jsonl", [" ".join(v) for v in chapters.values()])}
 
 
+def _fortunes(tmp: Path) -> Path | None:
+    """Debian's fortunes, one per document (jsonl), or None."""
+    if not FORTUNES.is_dir():
+        return None
+    texts = []
+    for p in sorted(FORTUNES.iterdir()):
+        if p.is_file() and not p.suffix:
+            texts += [x.strip() for x in p.read_text(errors="replace").split("\n%\n") if x.strip()]
+    return write_jsonl(tmp / "fortunes.jsonl", texts)
+
+
 def _substituted(path: Path, out: Path, seed: int = 0) -> Path:
     """Every document under its own random substitution of the lower-case letters: a floor of MI
     that reaches every offset within a document (the key), on top of the text's own decay."""
@@ -381,13 +392,8 @@ def corpora(tmp: Path, quick: bool) -> list[tuple[str, Path | str, str]]:
         out.append(("KJV chapters, one letter key each (power law + floor)",
                     _substituted(bible["chapters"], tmp / "keyed.jsonl"), "scale-free with a floor; self-similar"))
     out.append(("Python docs, bundled (text with code)", docs, "scale-free; self-similar"))
-    if FORTUNES.is_dir():
-        texts = []
-        for p in sorted(FORTUNES.iterdir()):
-            if p.is_file() and not p.suffix:
-                texts += [x.strip() for x in p.read_text(errors="replace").split("\n%\n") if x.strip()]
-        out.append(("fortunes, one per document (short text)", write_jsonl(tmp / "fortunes.jsonl", texts),
-                    "scale-free; self-similar or inconclusive"))
+    if (fortunes := _fortunes(tmp)) is not None:
+        out.append(("fortunes, one per document (short text)", fortunes, "scale-free; self-similar or inconclusive"))
     for lang in HANDBOOK_LANGUAGES:
         if (path := _handbook(tmp, lang)) is not None:
             out.append((f"Debian handbook, {lang} (held-out text)", path, "scale-free; self-similar or inconclusive"))

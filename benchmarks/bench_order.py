@@ -33,6 +33,17 @@ Tables:
    on both chains from 0.25M to 2M tokens, its mean bias bound at r = 1, and at r = 1 the same
    estimator on as many independent pairs drawn from the exact joint distribution of (x_t, x_t+1)
    (documents of two tokens): whether the bias comes from undersampling or from autocorrelation.
+6. Documents that end: the default, whose rotation null rotates the pair list at the offsets
+   where more than 1% of the positions have no partner (``counting.split_rotation``), against
+   the stream's rotation at every offset (the rule before), on ``two_kinds`` (short documents
+   of one kind, long ones of another: exact MI 0 beyond the short ones), seeds 1-4: the share
+   of offsets whose interval holds the exact MI below and beyond 60 tokens, the mean estimate
+   beyond, and the largest upper end of an interval there. Then, where Debian's bible-kjv and
+   fortunes are installed, the KJV chapters and the fortunes at BPE-8k: at each offset where
+   more than 1% of the positions have no partner, that share, which null the default takes
+   there (the pair list's beyond ``counting.PAIRS_DROPPED``), the estimate with the stream's
+   rotation and with the pair list's at that offset, and their difference in the pair list's
+   standard errors and as a share of its estimate.
 
 Run: ``python benchmarks/bench_order.py [--quick]`` (a few minutes on 2 cores).
 """
@@ -49,11 +60,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from bench_analysis import _bible, _fortunes
 from benchlib import format_table, machine_line
 
 from depstat.estimate import estimators as est
 from depstat.estimate.profile import log_offsets, mi_profile, profile
-from depstat.io.synth import arithmetic_problems, reference_chain, topic_chain
+from depstat.count import counting
+from depstat.io.synth import arithmetic_problems, reference_chain, topic_chain, two_kinds, two_kinds_exact_mi
 from depstat.tokenize.stream import TokenStream
 
 DESIGNS = {
@@ -231,6 +244,66 @@ def bias_against_size(sizes: list[int], samples: int) -> str:
                         + ["bias bound r=1", "independent pairs: error r=1"], rows)
 
 
+@contextlib.contextmanager
+def pairs_dropped(share: float) -> Iterator[None]:
+    """``split_rotation`` with the pair list's rotation where more than ``share`` of the
+    positions have no partner: 1 is the stream's rotation everywhere (the rule before it)."""
+    before = counting.PAIRS_DROPPED
+    counting.PAIRS_DROPPED = share
+    try:
+        yield
+    finally:
+        counting.PAIRS_DROPPED = before
+
+
+NULLS = {"default": contextlib.nullcontext, "stream's rotation everywhere (before)": lambda: pairs_dropped(1.0)}
+
+
+def table_documents_end(seeds: list[int]) -> str:
+    offsets = np.array([1, 4, 16, 40, 64, 128, 256, 512])
+    far = offsets >= 60
+    rows = []
+    for seed in seeds:
+        stream = two_kinds(seed=seed)
+        exact = two_kinds_exact_mi(stream, offsets)
+        for name, rule in NULLS.items():
+            with rule():
+                t, _ = mi_profile(stream, offsets.tolist())
+            lo, hi, mi = (t[c].to_numpy() for c in ("ci_low", "ci_high", "mi_bits"))
+            held = (lo <= exact + 1e-12) & (exact <= hi)
+            rows.append([seed, f"{stream.n_tokens:,}", name, f"{held[~far].mean():.2f}", f"{held[far].mean():.2f}",
+                         f"{mi[far].mean():+.4f}", f"{hi[far].max():+.4f}"])
+    return format_table(["seed", "tokens", "null", "held: r < 60", "r >= 60", "mean estimate r >= 60",
+                         "largest upper end r >= 60"], rows)
+
+
+def table_real_documents_end() -> str:
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        corpora = {"KJV chapters": (_bible(Path(tmp)) or {}).get("chapters"), "fortunes": _fortunes(Path(tmp))}
+        for name, path in corpora.items():
+            if path is None:
+                out.append(f"{name}: not installed")
+                continue
+            runs = {}
+            for share in (1.0, 0.0):  # the stream's rotation everywhere, the pair list's wherever a pair is missing
+                with pairs_dropped(share):
+                    runs[share] = profile(str(path), granularities=["bpe-8k"], max_offset=2048)
+            a, b = (run.table.sort("offset") for run in runs.values())
+            facts = runs[0.0].granularities["bpe-8k"]
+            rows = []
+            for i, r in enumerate(a["offset"].to_list()):
+                dropped = 1 - a["n_pairs"][i] / facts["n_tokens"]
+                if dropped > 0.01:
+                    ma, mb, se = a["mi_bits"][i], b["mi_bits"][i], b["se"][i]
+                    rows.append([r, f"{dropped:.3f}", "pair list" if dropped > counting.PAIRS_DROPPED else "stream",
+                                 f"{ma:+.4f}", f"{mb:+.4f} ± {se:.4f}", f"{(mb - ma) / se:+.1f}", f"{(mb - ma) / mb:+.3f}"])
+            out.append(f"{name}, BPE-8k ({facts['n_tokens']:,} tokens, {facts['n_docs']:,} documents)\n"
+                       + format_table(["offset", "without partner", "default's null", "stream's rotation",
+                                       "pair list's ± se", "difference / se", "difference / pair list's"], rows))
+    return "\n\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -257,6 +330,10 @@ def main() -> None:
     print(accuracy([1_000_000, 2_000_000], 2 if args.quick else 3))
     print("\n5. Bias at short offsets against the corpus size (mean error of the default, bits)\n")
     print(bias_against_size([250_000, 500_000, 1_000_000, 2_000_000], 2 if args.quick else 4))
+    print("\n6. Documents that end: the null's marginals (two_kinds: exact MI 0 beyond 60 tokens)\n")
+    print(table_documents_end([1, 2] if args.quick else [1, 2, 3, 4]))
+    print()
+    print(table_real_documents_end())
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

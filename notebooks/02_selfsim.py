@@ -313,17 +313,20 @@ for corpus, ss in results.items():
 #
 # - **Tree text.** The precise cells (bytes and the BPEs at the shortest scale, the model
 #   granularity among them) agree within the margin: *self-similar*, as built, over the byte
-#   range those cells span. Words' cell (hollow: shown, not compared) lies far below the
-#   others, an example of why tokens that lose part of the text are not compared; most of
-#   its error is its bias term (next section).
+#   range those cells span. Words have no cell known to ± 0.25 (tokens of about 50
+#   characters from an open vocabulary, each seen a few times: their bias bound is about
+#   40 % of I, next section); where they have one it is shown (hollow), not compared, since
+#   tokens that lose part of the text see other information.
 # - **Natural text.** No granularity's kernel has a length of its own, so the verdict rests
 #   on the slopes alone. At 18–72 bytes the byte profile falls much faster than the BPE
 #   profiles, and from 72 to 287 bytes it *rises* (a negative slope), where the BPE profiles
 #   keep falling: structure at a length fixed in bytes, of the order of a line of these
 #   docs (their code blocks are indented, their prose wrapped), which the BPE tokens,
-#   of varying lengths in bytes, do not show at one offset. The gap is beyond the margin
-#   even at its lower bound: *not self-similar*. The two BPE granularities alone agree (the
-#   ladders below), but their cells are not precise at 466 KB.
+#   of varying lengths in bytes, do not show at one offset. The gap is beyond the margin at
+#   D's point value, but its lower bound (Bonferroni-corrected over the cells) falls just
+#   short of it: *inconclusive*. Without the bias term in the cells' errors (next section)
+#   the lower bound is above the margin and the verdict *not self-similar*. The two BPE
+#   granularities alone agree (the ladders below), but their cells are not precise at 466 KB.
 # - **Arithmetic.** The granularities disagree by far more than the margin at tens of
 #   bytes (D's lower bound, printed above), and the byte kernel has a length of its own
 #   (tens of bytes, the table above). The rule's first step looks at the model granularity,
@@ -405,11 +408,10 @@ bias_table
 
 # %% [markdown]
 # The open-vocabulary granularities (words; BPE on a small corpus) have the largest shares.
-# The verdicts are the same with and without the bias term at this size: the natural text's
-# bytes-against-BPE gap is larger than the BPE cells' bias terms, and the tree text's
-# precise cells carry small ones. What the term changes is how well each cell is known:
-# the tree text's words cell, whose bias bound is most of I, is known less than half as
-# well once the bias counts. The bias term moves every point by its bound and refits the
+# The tree text's precise cells carry small bias terms and keep their verdict. The natural
+# text's BPE cells carry bias bounds larger than I itself: with them in the cells' errors
+# the bytes-against-BPE gap's lower bound falls just below the margin, and the verdict moves
+# from *not self-similar* to *inconclusive*. The bias term moves every point by its bound and refits the
 # floor to the moved profile, so the part of the bias that reaches every offset alike goes
 # into the floor (as the floor is there to take it up) and only its change across a cell
 # moves the slope.
@@ -447,11 +449,12 @@ for corpus in profiles:
 # %% [markdown]
 # For the tree text, every ladder that puts bytes or bpe-1k beside bpe-8k is *self-similar*;
 # bpe-8k with words alone is *inconclusive*, since words are not compared and bpe-8k has
-# nothing left to be compared with. For the arithmetic, every ladder is *not self-similar*:
-# with bytes or bpe-1k by the comparison, with words alone by the dilation check (bpe-8k's
-# slope changes by about 0.7 from one scale to the next). For the natural text, every ladder with bytes is *not self-similar*;
-# without bytes it is *inconclusive*: bpe-1k and bpe-8k agree, but not precisely enough at
-# this size. The verdict is a
+# nothing left to be compared with. For the arithmetic, every ladder with bytes or bpe-1k
+# is *not self-similar* by the comparison; bpe-8k with words alone is *inconclusive*: from
+# 41 bytes on bpe-8k's I *rises* with the offset at the same slope in both its cells, which a
+# dilation keeps, and words are not compared. For the natural text every ladder is
+# *inconclusive*: with bytes, the gap's lower bound is just short of the margin; without,
+# bpe-1k and bpe-8k agree, but not precisely enough at this size. The verdict is a
 # statement about the ladder profiled: profile bytes and words next to your model's
 # tokenizer before trusting it (the CLI's default ladder does).
 #
@@ -495,11 +498,13 @@ assert results["tree text"].verdict == "self-similar" and MODEL in results["tree
 tree_cells = {(c.granularity, round(c.x_low)): c for c in results["tree text"].cells}
 assert all(not c.compared for (g, _), c in tree_cells.items() if g == "words")
 assert all(c.compared for (g, _), c in tree_cells.items() if g != "words")
-assert abs(tree_cells["words", 86].slope - tree_cells["bytes", 86].slope) > MARGIN  # far below the others
+assert not any(g == "words" for g, _ in tree_cells)
 assert all(f["round_trips"] == (g != "words") for p in profiles.values() for g, f in p.granularities.items())
 assert all(w.kind == "scale-free" for w in widths["natural text"].values())
 natural_cells = {(c.granularity, round(c.x_low)): c for c in results["natural text"].cells}
-assert results["natural text"].verdict == "not self-similar" and results["natural text"].effect_bounds[0] > MARGIN
+assert results["natural text"].verdict == "inconclusive"
+assert results["natural text"].effect_bounds[0] < MARGIN < results["natural text"].effect
+assert before["natural text"].effect_bounds[0] > MARGIN
 assert natural_cells["bytes", 18].slope > 1 and max(natural_cells[g, 18].slope for g in ("bpe-1k", "bpe-8k")) < 0.6
 assert natural_cells["bytes", 72].slope < 0
 natural_shares = dict(bias_table.filter(pl.col("corpus") == "natural text")
@@ -509,8 +514,6 @@ assert widths["arithmetic"]["bytes"].kind == "characteristic"
 assert results["arithmetic"].effect_bounds[0] > 0.5
 assert widths["arithmetic"][MODEL].kind == "scale-free" and 10 < widths["arithmetic"]["bytes"].W_bytes < 100
 assert before["tree text"].verdict == results["tree text"].verdict and before["natural text"].verdict == "not self-similar"
-words_se = [{c.granularity: c.se for c in ss.cells}["words"] for ss in (before["tree text"], results["tree text"])]
-assert words_se[1] > 2 * words_se[0], words_se
 assert before["arithmetic"].verdict == "not self-similar"
 shares = bias_table.group_by("corpus").agg(pl.col("granularity").sort_by("median bias / I").last())
 assert dict(shares.iter_rows())["tree text"] == "words"
@@ -518,10 +521,11 @@ tree_ladders = dict(zip(subsets["ladder"], subsets["tree text"]))
 assert tree_ladders.pop(f"{MODEL} + words") == "inconclusive" and set(tree_ladders.values()) == {"self-similar"}
 assert set(with_bytes["arithmetic"]) == {"not self-similar"}
 arithmetic_ladders = dict(zip(subsets["ladder"], subsets["arithmetic"]))
-assert arithmetic_ladders[f"{MODEL} + words"] == "not self-similar"
-assert results["arithmetic"].dilation.bounds[0] > MARGIN  # bpe-8k's slope changes with scale
+assert arithmetic_ladders[f"{MODEL} + words"] == "inconclusive"
+assert results["arithmetic"].dilation.bounds[1] < MARGIN  # bpe-8k's slope is the same in its two far cells
+assert all(c.slope < 0 for c in results["arithmetic"].cells if c.granularity == MODEL and c.x_low > 40)
 assert arithmetic_ladders[f"{MODEL} + bpe-1k"] == "not self-similar"
-assert set(with_bytes["natural text"]) == {"not self-similar"} and set(without_bytes["natural text"]) == {"inconclusive"}
+assert set(with_bytes["natural text"]) == {"inconclusive"} and set(without_bytes["natural text"]) == {"inconclusive"}
 assert dict(zip(subsets["ladder"], subsets["D (natural text)"]))[f"{MODEL} + bpe-1k"] < MARGIN
 for g in ("bpe-8k", "words"):  # the arithmetic's point-to-point slopes swing by several units
     assert np.abs(np.diff(local_slopes(above["arithmetic"][g].offsets, above["arithmetic"][g].mi)[1])).max() > 2

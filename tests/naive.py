@@ -54,11 +54,34 @@ def rotate_partner(p: np.ndarray, shift: int, n: int) -> np.ndarray:
     return (p + shift + jitter) % n
 
 
+def pairs_partner(p: np.ndarray, r: int, shift: int, n: int) -> np.ndarray:
+    """The pair-list rotation's partner: the k pairs (p, p + r) numbered in position order,
+    pair i takes the second position of pair j: u = (i + shift k / n) mod k, then in the
+    whole groups of 16 runs of 251 pairs, run b of u's group swapped with run b XOR key, the
+    key a hash of the group."""
+    k = p.shape[0]
+    u = (np.arange(k, dtype=np.int64) + shift * k // n) % k
+    b = u // 251
+    key = (mix(b // 16, 0x5EED) % np.uint64(16)).astype(np.int64)
+    whole = k // (251 * 16) * (251 * 16)
+    j = np.where(u < whole, (b ^ key) * 251 + u % 251, u)
+    assert np.array_equal(np.sort(j), np.arange(k))  # a permutation of the pairs
+    return p[j] + r
+
+
+def null_kind(doc_lengths: np.ndarray, r: int) -> str:
+    """The rotation null's kind at offset r: the pair list's where more than 1 % of the
+    positions have no partner r on in their document, else the stream's."""
+    return "pairs" if np.minimum(doc_lengths, r).sum() > 0.01 * doc_lengths.sum() else "rotate"
+
+
 def partner_positions(p: np.ndarray, r: int, partner: str, shift: int, n: int, seed: int) -> np.ndarray:
     if partner == "real":
         return p + r
     if partner == "rotate":
         return rotate_partner(p, shift, n)
+    if partner == "pairs":
+        return pairs_partner(p, r, shift, n)
     return iid_partner(p, seed, n)
 
 
@@ -87,6 +110,16 @@ def naive_sums(
             jk[i, g] = s - (joint, first, second)[i]
     pairs = np.bincount(block_of, minlength=g_count)
     return TableSums(len(p), joint, first, second, jk[0], jk[1], jk[2], pairs)
+
+
+def counted_sums(
+    tokens: np.ndarray, doc_lengths: np.ndarray, vocab: int, r: int, partner: str,
+    block_starts: np.ndarray, shift: int, seed: int,
+) -> TableSums:
+    """``naive_sums`` of what a counter reports for ``partner``: its "rotate" is the pair
+    list's rotation at the offsets ``null_kind`` says."""
+    kind = null_kind(np.asarray(doc_lengths), r) if partner == "rotate" else partner
+    return naive_sums(tokens, doc_lengths, vocab, r, kind, block_starts, shift, seed)
 
 
 def second_marginal(tokens: np.ndarray, doc_lengths: np.ndarray, block_starts: np.ndarray, r: int, vocab: int) -> np.ndarray:

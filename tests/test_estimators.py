@@ -7,10 +7,11 @@ import numpy.testing as npt
 import pytest
 from scipy import stats
 
+from depstat.count import counting
 from depstat.count.counting import PairCounter
 from depstat.estimate import estimators as est
 from depstat.estimate.profile import log_offsets, mi_profile
-from depstat.io.synth import MarkovChain, reference_chain, stationary
+from depstat.io.synth import MarkovChain, reference_chain, stationary, two_kinds, two_kinds_exact_mi
 from depstat.tokenize.stream import TokenStream
 from tests import naive
 
@@ -263,3 +264,20 @@ def test_rotation_null_does_not_line_up_with_a_fixed_layout() -> None:
     stream = TokenStream("layout", tokens, np.full(docs, length), 70)
     table, _ = mi_profile(stream, [1, 100, 1000])
     np.testing.assert_allclose(table["mi_bits"].to_numpy(), np.log2(7), atol=0.02)
+
+
+def test_the_null_keeps_the_real_pairs_marginals_where_documents_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Short documents of one kind, long ones of another (``two_kinds``): beyond the short
+    documents the pairs come from the long ones only and the exact MI is 0. A null that
+    takes its partners from the whole stream (the stream's rotation at every offset, as
+    before) has other marginals there and the default reads about -0.1 bits, its interval
+    short of 0; the pair list's rotation holds the exact MI at every offset."""
+    stream = two_kinds(n_short=1500, n_long=150, seed=1)
+    offsets = [1, 4, 16, 40, 64, 128, 256]
+    exact = two_kinds_exact_mi(stream, np.array(offsets))
+    table, _ = mi_profile(stream, offsets)
+    assert (table["ci_low"].to_numpy() <= exact + 1e-12).all() and (exact <= table["ci_high"].to_numpy()).all()
+    monkeypatch.setattr(counting, "PAIRS_DROPPED", 1.0)
+    before, _ = mi_profile(stream, offsets)
+    far = np.array(offsets) >= 64
+    assert (before["ci_high"].to_numpy()[far] < 0).all()

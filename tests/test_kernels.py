@@ -40,7 +40,7 @@ def assert_sums_equal(got, want) -> None:
 @given(
     stream=streams(),
     r=st.integers(1, 45),
-    partner=st.sampled_from(["real", "rotate", "iid"]),
+    partner=st.sampled_from(["real", "rotate", "iid", "pairs"]),
     n_blocks=st.integers(2, 6),
     dense=st.booleans(),
     part_tokens=st.sampled_from([1, 3, 20, counting.PART_TOKENS]),
@@ -51,7 +51,7 @@ def test_sums_match_naive(
     """Both kernels: dense tables in position order, and partitions of one or many tokens."""
     counter = PairCounter(stream, n_blocks=n_blocks, seed=3, dense=dense, part_tokens=part_tokens)
     got = counter.sums(r, partner)
-    want = naive.naive_sums(
+    want = naive.counted_sums(
         stream.tokens, stream.doc_lengths, stream.vocab_size, r, partner,
         counter.block_starts, counter.shift, counter.partner_seed(r),
     )
@@ -85,7 +85,7 @@ def test_a_vocabulary_far_larger_than_the_tokens_in_use(
     sparse = TokenStream("h", np.asarray(ids, dtype=np.int32)[stream.tokens], stream.doc_lengths, 2**20)
     counter = PairCounter(sparse, n_blocks=3, seed=3, dense=dense)
     assert counter.vocab == len(np.unique(stream.tokens))
-    want = naive.naive_sums(
+    want = naive.counted_sums(
         stream.tokens, stream.doc_lengths, stream.vocab_size, r, "rotate",
         counter.block_starts, counter.shift, counter.partner_seed(r),
     )
@@ -148,7 +148,7 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
             for name in ("joint", "first", "second", "joint_jk", "first_jk", "second_jk"):
                 npt.assert_array_equal(getattr(a[key], name), getattr(b[key], name))
     for partner in ("real", "rotate"):  # and right, not only equal
-        want = naive.naive_sums(tokens, stream.doc_lengths, 300, 7, partner, counters[0].block_starts,
+        want = naive.counted_sums(tokens, stream.doc_lengths, 300, 7, partner, counters[0].block_starts,
                                 counters[0].shift, 0)
         assert_sums_equal(many[0][partner, 7], want)
 
@@ -157,7 +157,7 @@ def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) 
 @given(
     stream=streams(),
     offsets=st.lists(st.integers(1, 45), min_size=1, max_size=6),
-    partners=st.lists(st.sampled_from(["real", "rotate", "iid"]), min_size=1, max_size=3, unique=True),
+    partners=st.lists(st.sampled_from(["real", "rotate", "iid", "pairs"]), min_size=1, max_size=3, unique=True),
     workers=st.integers(1, 5),
     part_tokens=st.sampled_from([1, 7, counting.PART_TOKENS]),
     wide=st.booleans(),
@@ -178,7 +178,7 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
     many = counter.sums_at(offsets, partners)
     for r in set(offsets):
         for p in partners:
-            want = naive.naive_sums(
+            want = naive.counted_sums(
                 stream.tokens, stream.doc_lengths, stream.vocab_size, r, p, counter.block_starts,
                 counter.shift, counter.partner_seed(r),
             )
@@ -187,8 +187,9 @@ def test_many_slots_any_worker_split_and_token_width_match_naive(
         return
     each = [p for p in partners if p != "rotate"]  # counted offset by offset
     r = min(offsets)
-    if "rotate" in partners:
-        ascending = sorted(set(offsets))
+    swept = [r_j for r_j in sorted(set(offsets)) if naive.null_kind(stream.doc_lengths, r_j) == "rotate"]
+    if "rotate" in partners and swept:
+        ascending = swept
         joint, joint_jk = null_sweep(counter, ascending, workers)
         for j, r_j in enumerate(ascending):  # the worker split changes nothing
             npt.assert_array_equal(joint[j], many["rotate", r_j].joint)
@@ -306,7 +307,8 @@ def emit(counter: PairCounter, r: int, partners: list[str]) -> tuple[np.ndarray,
     seeds = np.full(k, counter.partner_seed(r))
     kernels.emit_pairs(
         kernels.Source(counter.tokens, counter.code, counter.doc_ends, counter.block_starts, counter.region),
-        kernels.Slots(np.full(k, r), modes, seeds, counter.shift, 0),
+        kernels.Slots(np.full(k, r), modes, seeds, counter.shift, 0,
+                      counting.pairs_layout(counter.stream.doc_lengths, np.full(k, r), modes)),
         kernels.Emitted(xloc, ys, fill_end, first, second, none, none), counter.vocab, -1, False, 2,
     )
     return xloc, ys, fill_end, first, second
@@ -332,7 +334,7 @@ def assert_counter_matches_naive(
         many = counter.sums_at(offsets, partners)
     for r in offsets:
         for p in partners:
-            want = naive.naive_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, p,
+            want = naive.counted_sums(stream.tokens, stream.doc_lengths, stream.vocab_size, r, p,
                                     counter.block_starts, counter.shift, counter.partner_seed(r))
             assert_sums_equal(many[p, r], want)
 
@@ -500,7 +502,7 @@ def test_jackknife_blocks_cut_at_documents_when_there_are_enough(lengths: list[i
         assert set(starts) <= set(np.cumsum([0] + lengths))
 
 
-@pytest.mark.parametrize("partner", ["rotate", "iid"])
+@pytest.mark.parametrize("partner", ["rotate", "iid", "pairs"])
 def test_null_partners_match_naive_across_jitter_runs(partner: str) -> None:
     """Streams longer than the 4096-position runs of the rotation jitter."""
     rng = np.random.default_rng(5)
@@ -509,7 +511,7 @@ def test_null_partners_match_naive_across_jitter_runs(partner: str) -> None:
     counters = [PairCounter(stream, n_blocks=4, seed=2, dense=d) for d in (False, True)]
     counter = counters[0]
     for r in (1, 17, 900):
-        want = naive.naive_sums(
+        want = naive.counted_sums(
             stream.tokens, stream.doc_lengths, 40, r, partner, counter.block_starts, counter.shift,
             counter.partner_seed(r),
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numba
@@ -13,7 +13,11 @@ from depstat.errors import DepstatError
 from depstat.estimate.estimators import TableSums
 from depstat.tokenize.stream import TokenStream, file_backed
 
-PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID}
+PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID,
+                 "pairs": kernels.MODE_PAIRS}
+# Where more than this share of a stream's positions has no partner at an offset, the
+# rotation null rotates the pair list there (``split_rotation``).
+PAIRS_DROPPED = 0.01
 # Below this much work a kernel runs faster on one thread: waking the second thread for
 # every parallel region costs more than the work it takes over. Work is tokens, for
 # partition_sums tokens x partner processes counted in the call, for row_sums count cells
@@ -95,6 +99,54 @@ def slot_arrays(
         np.array([s[1] for s in slots], dtype=np.int64),
         np.array([partner_seed(seed, s[0]) for s in slots], dtype=np.int64),
     )
+
+
+def pairs_from(doc_lengths: np.ndarray, offsets: Sequence[int]) -> int:
+    """Index of the first of the ascending ``offsets`` at which more than PAIRS_DROPPED of the
+    positions have no partner in their document: from there on the rotation null rotates
+    the pair list (``split_rotation``)."""
+    lengths = np.asarray(doc_lengths, dtype=np.int64)
+    n = max(int(lengths.sum()), 1)
+    dropped = [int(np.minimum(lengths, r).sum()) / n for r in offsets]
+    return int(np.searchsorted(dropped, PAIRS_DROPPED, side="right"))
+
+
+def split_rotation(
+    sweep: Callable[..., Iterator[tuple[list[int], dict]]], doc_lengths: np.ndarray, offsets: Sequence[int],
+    partners: Sequence[str], *args: object,
+) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
+    """A counter's ``sweep`` with the rotation null ("rotate") counted as the stream's rotation
+    before ``pairs_from`` and as the pair list's ("pairs", reported as "rotate") from there on.
+
+    The stream's rotation takes each partner from anywhere in the stream, the real pairs'
+    second tokens come only from r or more tokens into a document: where many positions
+    have no partner (documents not much longer than r) the two marginals differ, and so do
+    the two tables' estimator biases, which the null is there to cancel. The pair list's
+    rotation pairs each first token with another pair's second token: the same marginals.
+    """
+    offsets = sorted({int(r) for r in offsets})
+    cut = pairs_from(doc_lengths, offsets) if "rotate" in partners else len(offsets)
+    if cut:
+        yield from sweep(offsets[:cut], partners, *args)
+    if cut < len(offsets):
+        listed = tuple(dict.fromkeys("pairs" if p == "rotate" else p for p in partners))
+        for batch, sums in sweep(offsets[cut:], listed, *args):
+            out = {key: v for key, v in sums.items() if key[0] != "pairs" or "pairs" in partners}
+            yield batch, out | {("rotate", r): v for (p, r), v in sums.items() if p == "pairs"}
+
+
+def pairs_layout(doc_lengths: np.ndarray, slot_r: np.ndarray, slot_mode: np.ndarray) -> np.ndarray:
+    """``kernels.Slots.layout`` of a pass: the documents' starts (and the end), then for each
+    slot that rotates the pair list (``MODE_PAIRS``) its pairs before each document (and in
+    all); 0 x 0 when no slot does."""
+    lengths = np.asarray(doc_lengths, dtype=np.int64)
+    if not (np.asarray(slot_mode) == kernels.MODE_PAIRS).any():
+        return kernels.NO_LAYOUT
+    layout = np.zeros((1 + len(slot_r), len(lengths) + 1), dtype=np.int64)
+    np.cumsum(lengths, out=layout[0, 1:])
+    for s in np.flatnonzero(np.asarray(slot_mode) == kernels.MODE_PAIRS):
+        np.cumsum(np.maximum(lengths - slot_r[s], 0), out=layout[1 + s, 1:])
+    return layout
 
 
 def jackknife_blocks(
@@ -213,7 +265,14 @@ class PairCounter:
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True,
         first_marginal: bool = True,
     ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
-        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``.
+        """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``; the
+        rotation null rotates the pair list where documents end (``split_rotation``)."""
+        yield from split_rotation(self._sweep, self.stream.doc_lengths, offsets, partners, jackknife, first_marginal)
+
+    def _sweep(
+        self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool, first_marginal: bool,
+    ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
+        """``sweep`` over the offsets of one kind of rotation null.
 
         The rotation null of every offset is counted before the first batch, in one sweep, and
         so is the real pairs' second marginal when the real pairs are the only process counted
@@ -260,10 +319,11 @@ class PairCounter:
     ) -> dict[tuple[str, int], TableSums]:
         """Count every slot (offset, partner) of a batch in whole A x A tables."""
         slots, slot_r, slot_mode, slot_seed = slot_arrays(offsets, partners, self.seed)
+        layout = pairs_layout(self.stream.doc_lengths, slot_r, slot_mode)
         counts = self._dense_tables(len(slots))
         with threads_for(self.stream.n_tokens, "dense_counts"):
             kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, slot_r, slot_mode, slot_seed,
-                                 self.shift, counts, numba.get_num_threads())
+                                 self.shift, layout, counts, numba.get_num_threads())
             return _by_slot(slots, *kernels.dense_table_sums(counts, kernels.SUM_TABLES, jackknife))
 
     def _dense_tables(self, n_slots: int) -> np.ndarray:
@@ -345,6 +405,7 @@ class PairCounter:
         only), the second marginal is not counted either.
         """
         slots, slot_r, modes, seeds = slot_arrays(offsets, partners, self.seed)
+        layout = pairs_layout(self.stream.doc_lengths, slot_r, modes)
         none = np.empty(0, dtype=np.uint8)
         table = kernels.SUM_TABLES
         n = self.stream.n_tokens
@@ -359,7 +420,7 @@ class PairCounter:
             with threads_for(n, "emit_pairs"):
                 kernels.emit_pairs(
                     kernels.Source(self.tokens, code, self.doc_ends, self.block_starts, region),
-                    kernels.Slots(slot_r, modes, seeds, self.shift, 0),
+                    kernels.Slots(slot_r, modes, seeds, self.shift, 0, layout),
                     kernels.Emitted(xloc, ys, fill_end, first, second, none, none),
                     self.vocab, spill, i > 0, numba.get_num_threads(),
                 )
@@ -439,7 +500,7 @@ class PairCounter:
         mode = np.array([kernels.MODE_ROTATE], dtype=np.int64)
         with threads_for(self.stream.n_tokens, "dense_counts"):
             kernels.dense_counts(self.tokens, self.doc_ends, self.block_starts, np.array(offsets[:1]), mode,
-                                 np.zeros(1, dtype=np.int64), self.shift, work, numba.get_num_threads())
+                                 np.zeros(1, dtype=np.int64), self.shift, kernels.NO_LAYOUT, work, numba.get_num_threads())
             joint, first, second, joint_jk, first_jk, second_jk, block_pairs = (
                 a[0] for a in kernels.dense_table_sums(work, tables, jackknife))
         sums, deltas = np.stack([first, second, joint]), np.stack([first_jk, second_jk, joint_jk])
@@ -494,7 +555,7 @@ class PairCounter:
             kernels.emit_pairs(
                 kernels.Source(self.tokens, code, self.doc_ends, self.block_starts, region),
                 kernels.Slots(np.array(offsets[:1]), np.array([kernels.MODE_ROTATE]), np.zeros(1, dtype=np.int64),
-                              self.shift, 0),
+                              self.shift, 0, kernels.NO_LAYOUT),
                 kernels.Emitted(xloc, ys, fill_end, first, second, life_of, life),
                 self.vocab, spill, add, numba.get_num_threads(),
             )

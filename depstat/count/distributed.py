@@ -58,7 +58,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from depstat.count import kernels
-from depstat.count.counting import PairCounter, jackknife_blocks, slot_arrays
+from depstat.count.counting import PairCounter, jackknife_blocks, pairs_layout, slot_arrays, split_rotation
 from depstat.count.tables import (
     CountTable,
     PartialSums,
@@ -371,6 +371,7 @@ class DaskCounter:
         if not self.probing or self.entries is not None:
             return
         spec = batch_spec(batch, partners, self.seed)[1]
+        layout = self._layout(spec)
         vocab = int(self.stream.vocab_size)
         picks = np.unique(np.linspace(0, len(self.bounds) - 2, PROBE_SHARDS).round().astype(np.int64))
         futures = []
@@ -378,7 +379,7 @@ class DaskCounter:
             lo, hi = int(self.bounds[i]), int(self.bounds[i + 1])
             self.tasks += 1
             futures.append(self.client.submit(
-                _shard_entries, str(self.path), lo, hi, self._doc_ends_of(lo, hi), spec, self.shift, vocab,
+                _shard_entries, str(self.path), lo, hi, self._doc_ends_of(lo, hi), spec, self.shift, vocab, layout,
                 key=f"depstat-probe-{i}-{self.path.stem}-{_spec_key([spec, self.shift, self.block_starts.tolist()])}"))
         with failing_tasks(self._memory_hint()):
             held = self.client.gather(futures)
@@ -391,6 +392,12 @@ class DaskCounter:
         """What to change when the workers run out of memory: the shard size, or their memory."""
         return (f"pass a smaller --shard-tokens (this run: {int(self.shard_tokens):,} positions a shard), or give "
                 "the workers more memory a thread; docs/scale.md says what each task holds")
+
+    def _layout(self, spec: list[tuple[int, int, int, int]]) -> object:
+        """The slots' ``kernels.Slots.layout`` (``pairs_layout``), scattered to the workers once
+        where a slot rotates the pair list (an array of every document's start)."""
+        layout = pairs_layout(self.stream.doc_lengths, np.array([s[0] for s in spec]), np.array([s[1] for s in spec]))
+        return self.client.scatter(layout, broadcast=True) if layout.size else layout
 
     def _doc_ends_of(self, lo: int, hi: int) -> np.ndarray:
         """The ends of the documents overlapping positions lo:hi."""
@@ -407,21 +414,40 @@ class DaskCounter:
         first_marginal: bool = True,
     ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
         """``sums_at`` batch by batch (``batches``), for progress: yields ``(batch, sums)``;
-        first, where memory binds the shards, sizes them by the widest batch's tables (``probe``)."""
+        first, where memory binds the shards, sizes them by the widest batch's tables (``probe``).
+        The rotation null rotates the pair list where documents end (``split_rotation``)."""
+        yield from split_rotation(self._sweep, self.stream.doc_lengths, offsets, partners, jackknife, first_marginal)
+
+    def _sweep(
+        self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool, first_marginal: bool,
+    ) -> Iterator[tuple[list[int], dict[tuple[str, int], TableSums]]]:
+        """``sweep`` over the offsets of one kind of rotation null."""
         batches = self.batches(offsets, len(partners))
         if batches:
             self.probe(batches[-1], partners)
         for batch in batches:
-            yield batch, self.sums_at(batch, partners, jackknife, first_marginal)
+            yield batch, self._sums_at(batch, partners, jackknife, first_marginal)
 
     def sums_at(
         self, offsets: Sequence[int], partners: Sequence[str] = ("real",), jackknife: bool = True,
         first_marginal: bool = True,
     ) -> dict[tuple[str, int], TableSums]:
         """Table sums for every (partner, offset), from per-shard tables summed per first-token
-        range; without ``first_marginal`` the first marginal's sums are left out (NaN), for an
-        estimator in which they cancel (``estimators.Estimator.first_marginal``)."""
+        range, one graph for each kind of rotation null (``split_rotation``); without
+        ``first_marginal`` the first marginal's sums are left out (NaN), for an estimator in
+        which they cancel (``estimators.Estimator.first_marginal``)."""
+        out: dict[tuple[str, int], TableSums] = {}
+        for _, sums in split_rotation(lambda o, p, *a: iter([(o, self._sums_at(o, p, *a))]), self.stream.doc_lengths,
+                                      offsets, partners, jackknife, first_marginal):
+            out.update(sums)
+        return out
+
+    def _sums_at(
+        self, offsets: Sequence[int], partners: Sequence[str], jackknife: bool, first_marginal: bool,
+    ) -> dict[tuple[str, int], TableSums]:
+        """``sums_at`` in one graph, for one kind of rotation null."""
         slots, spec, base_of = batch_spec(offsets, partners, self.seed)
+        layout = self._layout(spec)
         vocab = int(self.stream.vocab_size)
         # a key names one computation: the null's shift and the blocks are part of it
         tag = f"{self.path.stem}-{_spec_key([spec, self.shift, self.block_starts.tolist(), jackknife, first_marginal])}"
@@ -434,7 +460,7 @@ class DaskCounter:
         per_shard = []  # per shard and range, every slot's tables: with one range, the whole shard result
         for i, (lo, hi) in enumerate(zip(self.bounds[:-1], self.bounds[1:])):
             shard = submit(_count_shard, str(self.path), int(lo), int(hi), self._doc_ends_of(lo, hi), spec,
-                           self.shift, vocab, self.key_edges, key=f"shard-{i}")
+                           self.shift, vocab, self.key_edges, layout, key=f"shard-{i}")
             per_shard.append([shard] if n_ranges == 1 else
                              [submit(_piece, shard, q, key=f"piece-{i}-{q}") for q in range(n_ranges)])
         # a tree of merges per (range, block): no task holds more than about merge_tables tables
@@ -581,19 +607,19 @@ def first_token_edges(stream: TokenStream, n_ranges: int) -> np.ndarray:
 
 def _count_shard(
     path: str, lo: int, hi: int, doc_ends: np.ndarray, spec: list, shift: int, vocab: int,
-    key_edges: np.ndarray,
+    key_edges: np.ndarray, layout: np.ndarray,
 ) -> list[list[CountTable]]:
     """Worker task: the tables of one shard, per slot and first-token range (memory-mapped stream)."""
     tokens = np.load(path, mmap_mode="r")
-    return [split(t, key_edges) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab)]
+    return [split(t, key_edges) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab, layout=layout)]
 
 
 def _shard_entries(
-    path: str, lo: int, hi: int, doc_ends: np.ndarray, spec: list, shift: int, vocab: int,
+    path: str, lo: int, hi: int, doc_ends: np.ndarray, spec: list, shift: int, vocab: int, layout: np.ndarray,
 ) -> int:
     """Worker task: the table entries of one shard, all slots (``DaskCounter.probe``)."""
     tokens = np.load(path, mmap_mode="r")
-    return sum(len(t.keys) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab))
+    return sum(len(t.keys) for t in shard_tables(tokens, lo, hi, doc_ends, spec, shift, vocab, layout=layout))
 
 
 def _piece(shard: list[list[CountTable]], part: int) -> list[CountTable]:

@@ -80,12 +80,21 @@ PREFETCH_AHEAD = 64  # places ahead of each partition's next append that emit_pa
 MODE_REAL = 0
 MODE_ROTATE = 1
 MODE_IID = 2
+MODE_PAIRS = 3  # the rotation null of the pair list at one offset: partners are other pairs' second tokens
+NO_LAYOUT = np.zeros((0, 0), dtype=np.int64)  # ``Slots.layout`` of a pass with no MODE_PAIRS slot
 
 N_SUMS = 3  # sum n ln n, sum n G(n), occupied cells
 TABLE_SIZE = 1 << 16
 N_CHUNKS = 64  # fixed work split: results do not depend on the thread count
 ROTATE_RUN_BITS = 12  # the rotation null jumps by a random 0..4095 every 4096 positions
 ROTATE_SEED = 0x5EED
+# The pair-list rotation's jitter: runs of PAIRS_RUN pairs swapped within aligned groups of
+# PAIRS_GROUP runs, a permutation, so the null keeps the real pairs' second tokens exactly
+# (docs/estimators.md). A fixed layout (documents of equal length, a period in each) keeps one
+# phase between a pair and its partner over a run, so runs are short; a prime run length
+# moves the phase of any period that is not a multiple of it.
+PAIRS_RUN = 251
+PAIRS_GROUP = 16
 DENSE_RANGE_CELLS = 1 << 16  # vocabularies up to 256: a shard's pairs counted in a dense V x V table
 SHARD_PART = 1 << 16  # positions of a partition of first tokens in a shard's tables: its sort stays in cache
 
@@ -240,12 +249,15 @@ def partition_layout(tok: np.ndarray, code: np.ndarray, block_starts: np.ndarray
 
 
 @kernel(inline="always")
-def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n: int) -> tuple[int, int]:
+def _partner_run(
+    q: int, last: int, r: int, mode: int, seed: int, shift: int, n: int, layout: np.ndarray, s: int,
+) -> tuple[int, int]:
     """``(stop, off)``: positions q .. stop - 1 (stop <= last) have their partner at ``i + off``.
 
     The real partner is one run; the rotation null is a run up to the next jitter change
-    or wrap-around; the i.i.d. null is a run of one position. Inner loops then read the
-    partners as a second sequential stream.
+    or wrap-around; the i.i.d. null is a run of one position; the pair-list rotation
+    (``_pairs_run``) a run up to a jitter change, wrap-around or its partners' document
+    end. Inner loops then read the partners as a second sequential stream.
     """
     if mode == MODE_REAL:
         return last, r
@@ -253,7 +265,36 @@ def _partner_run(q: int, last: int, r: int, mode: int, seed: int, shift: int, n:
         v = _rotation_base(q, shift, n)
         stop = min(last, (q | ((1 << ROTATE_RUN_BITS) - 1)) + 1, q + n - v)
         return stop, v - q
+    if mode == MODE_PAIRS:
+        return _pairs_run(q, last, r, shift, n, layout[0], layout[1 + s])
     return q + 1, _partner(q, 0, r, mode, n, seed) - q
+
+
+@kernel(inline="always")
+def _pairs_run(
+    q: int, last: int, r: int, shift: int, n: int, starts: np.ndarray, pair_starts: np.ndarray,
+) -> tuple[int, int]:
+    """``_partner_run`` of the pair-list rotation at offset r: number the k pairs (p, p + r)
+    in position order (``pair_starts[d]``: the pairs before document d, which starts at
+    ``starts[d]``); pair i's partner is the second token of pair j: u = (i + shift k / n) mod k
+    (the rotation null's shift scaled to the pairs), its run of PAIRS_RUN swapped with another
+    of its aligned group of PAIRS_GROUP runs (a key drawn per group) where the group is whole."""
+    k = pair_starts[pair_starts.shape[0] - 1]
+    d = np.searchsorted(starts, q, side="right") - 1
+    i = pair_starts[d] + q - starts[d]
+    u = (i + shift * k // n) % k
+    whole = k // (PAIRS_RUN * PAIRS_GROUP) * (PAIRS_RUN * PAIRS_GROUP)  # pairs in whole groups
+    if u < whole:
+        b = u // PAIRS_RUN
+        key = np.int64(_mix(b // PAIRS_GROUP, ROTATE_SEED) % np.uint64(PAIRS_GROUP))
+        j = (b ^ key) * PAIRS_RUN + u - b * PAIRS_RUN
+        left = (b + 1) * PAIRS_RUN - u  # the run's pairs from u on
+    else:
+        j = u
+        left = k - u
+    e = np.searchsorted(pair_starts, j, side="right") - 1
+    stop = min(last, q + left, q + pair_starts[e + 1] - j)
+    return stop, starts[e] + j - pair_starts[e] + r - q
 
 
 # A token with this many pairs a block or more has its jackknife deltas taken over listed
@@ -397,14 +438,17 @@ class Source(NamedTuple):
 
 class Slots(NamedTuple):
     """What a pass counts: slot s's offset ``r[s]``, partner process ``modes[s]`` (``MODE_*``) and
-    seed ``seeds[s]`` (the i.i.d. null's), the rotation null's ``shift``, and with ``upto`` > 0
-    only the positions without a partner ``upto`` on in their document (what that offset drops)."""
+    seed ``seeds[s]`` (the i.i.d. null's; the pair-list rotation's shift), the rotation null's
+    ``shift``, with ``upto`` > 0 only the positions without a partner ``upto`` on in their
+    document (what that offset drops), and the pair-list rotation's ``layout``
+    (``pairs_layout``; 0 x 0 when no slot is one)."""
 
     r: np.ndarray
     modes: np.ndarray
     seeds: np.ndarray
     shift: int
     upto: int
+    layout: np.ndarray
 
 
 class Emitted(NamedTuple):
@@ -458,7 +502,7 @@ def emit_block(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: in
     start Numba's threads (a Dask task: the workqueue threading layer aborts when two
     threads of a worker run parallel kernels at once)."""
     tok, doc_ends, block_starts, region = src.tok, src.doc_ends, src.block_starts, src.region
-    slot_r, modes, seeds, shift, upto = slots
+    slot_r, modes, seeds, shift, upto, layout = slots
     ys, fill_end, first, second = out.ys, out.fill_end, out.first, out.second
     n = tok.shape[0]
     n_slots = modes.shape[0]
@@ -485,7 +529,8 @@ def emit_block(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: in
                 kept = doc_ends[d] - slot_r[s]  # slot s's positions end here
                 keep[s] = q < kept
                 if keep[s]:
-                    run_stop, off[s] = _partner_run(q, min(last, kept), slot_r[s], modes[s], seeds[s], shift, n)
+                    run_stop, off[s] = _partner_run(q, min(last, kept), slot_r[s], modes[s], seeds[s], shift, n,
+                                                           layout, s)
                     stop = min(stop, run_stop)
                 else:
                     stop = min(stop, last)
@@ -1284,7 +1329,7 @@ def _count_two(tok, p, last, r, cells, last2, r2, cells2):
 @kernel(inline="always")
 def dense_block(
     tok: np.ndarray, doc_ends: np.ndarray, lo: int, hi: int, slot_r: np.ndarray, slot_mode: np.ndarray,
-    slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, table: np.ndarray,
+    slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, layout: np.ndarray, table: np.ndarray,
 ) -> None:
     """Add to ``table[s]`` (V x V) slot s's pairs of first positions lo:hi, for small vocabularies:
     the dense counter of both engines (``dense_counts``' blocks, ``dense_range_tables``' ranges).
@@ -1313,7 +1358,7 @@ def dense_block(
                 continue
             q = max(p, doc_ends[d] - upto) if upto > 0 else p
             while q < last:
-                stop, off = _partner_run(q, last, r, mode, seed, shift, n)
+                stop, off = _partner_run(q, last, r, mode, seed, shift, n, layout, s)
                 for i in range(q, stop):
                     cells[tok[i], tok[i + off]] += 1
                 q = stop
@@ -1325,7 +1370,7 @@ def dense_block(
 @kernel(parallel=True)
 def dense_counts(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, slot_r: np.ndarray, slot_mode: np.ndarray,
-    slot_seed: np.ndarray, shift: int, counts: np.ndarray, n_workers: int,
+    slot_seed: np.ndarray, shift: int, layout: np.ndarray, counts: np.ndarray, n_workers: int,
 ) -> None:
     """Count each block's pairs of every slot into whole V x V tables (``dense_block``).
 
@@ -1344,7 +1389,7 @@ def dense_counts(
             table = counts[g]
             table[:] = 0
             dense_block(tok, doc_ends, block_starts[g], block_starts[g + 1], slot_r, slot_mode, slot_seed, upto,
-                        shift, table)
+                        shift, layout, table)
 
 
 @kernel(parallel=True)
@@ -1706,14 +1751,15 @@ def swept_piece_sums(
 @kernel()
 def dense_range_tables(
     tok: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slot_r: np.ndarray,
-    slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, vocab: int,
+    slot_mode: np.ndarray, slot_seed: np.ndarray, slot_upto: np.ndarray, shift: int, layout: np.ndarray,
+    vocab: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A shard's tables (``tables.shard_tables``) for a small vocabulary: each slot's pairs of
     positions lo:hi counted in one dense V x V table (``dense_block``), whose occupied cells
     are then read out in key order."""
     n_slots = slot_r.shape[0]
     table = np.zeros((n_slots, vocab, vocab), dtype=np.int64)
-    dense_block(tok, doc_ends, lo, hi, slot_r, slot_mode, slot_seed, slot_upto, shift, table)
+    dense_block(tok, doc_ends, lo, hi, slot_r, slot_mode, slot_seed, slot_upto, shift, layout, table)
     keys = np.empty(n_slots * min(hi - lo, vocab * vocab), dtype=np.int64)
     counts = np.empty(keys.shape[0], dtype=np.int64)
     bounds = np.zeros(n_slots + 1, dtype=np.int64)

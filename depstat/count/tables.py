@@ -33,7 +33,7 @@ class CountTable:
 
 def shard_tables(
     tokens: np.ndarray, lo: int, hi: int, doc_ends: np.ndarray, slots: Sequence[tuple[int, ...]],
-    shift: int, vocab: int, part: int | None = None,
+    shift: int, vocab: int, part: int | None = None, layout: np.ndarray = kernels.NO_LAYOUT,
 ) -> list[CountTable]:
     """Tables of the pairs whose first position lies in ``lo:hi``, one per slot (r, mode, seed)
     or (r, mode, seed, upto): with ``upto`` > 0, only the pairs that offset ``upto`` drops
@@ -45,12 +45,15 @@ def shard_tables(
     partitions of first tokens of SHARD_PART positions (``part`` asks for partitions of that
     many positions whatever the vocabulary): the slots that count every pair share one pass
     (``_emitted_tables``), and each slot of dropped pairs has a pass over its few positions.
+    ``layout`` is the slots' ``kernels.Slots.layout`` over the whole stream
+    (``counting.pairs_layout``), for slots that rotate the pair list.
     """
     tokens = np.asarray(tokens)  # a plain view of a memory map: only the pages read are loaded
     full = np.array([tuple(slot) + (0,) * (4 - len(slot)) for slot in slots], dtype=np.int64).reshape(-1, 4)
     r, mode, seed, upto = full.T.copy()  # (r, mode, seed) slots count every pair: upto 0
     if part is None and vocab * vocab <= kernels.DENSE_RANGE_CELLS:
-        keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, vocab)
+        keys, counts, bounds = kernels.dense_range_tables(tokens, lo, hi, doc_ends, r, mode, seed, upto, shift, layout,
+                                                            vocab)
         return [CountTable(keys[a:b], counts[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
     tables: list[CountTable] = [CountTable(np.zeros(0, np.int64), np.zeros(0, np.int64))] * len(full)
     if hi <= lo:
@@ -63,7 +66,8 @@ def shard_tables(
     passes = [(whole[np.argsort(r[whole], kind="stable")], 0)] if whole.size else []  # smallest offset first
     passes += [(np.array([s]), int(upto[s])) for s in np.flatnonzero(upto > 0)]
     for chosen, drops in passes:
-        slots_of = kernels.Slots(r[chosen], mode[chosen], seed[chosen], shift, drops)
+        rows = layout[np.concatenate(([0], 1 + chosen))] if layout.size else layout
+        slots_of = kernels.Slots(r[chosen], mode[chosen], seed[chosen], shift, drops, rows)
         for s, table in zip(chosen, _emitted_tables(source, slots_of, widths, vocab)):
             tables[s] = table
     return tables

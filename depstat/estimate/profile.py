@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from depstat import __version__
-from depstat.count.counting import PairCounter
+from depstat.count.counting import PairCounter, pairs_from
 from depstat.count.distributed import DaskCounter, Engine, engine
 from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
@@ -305,6 +305,10 @@ def mi_profile(
     draws = null_draws if nulls else 1
     sums: list[dict[tuple[str, int], est.TableSums]] = [{} for _ in range(draws)]
     shift, base_seed = counter.shift, counter.seed
+    # where the rotation null rotates the pair list (split_rotation) it is counted offset by
+    # offset, a count of all the pairs a draw: there the first draw stands for all of them
+    cut = pairs_from(stream.doc_lengths, usable) if "rotate" in nulls else len(usable)
+    stream.info["pair_list_null_from"] = usable[cut] if cut < len(usable) else None
     with bar(desc=f"count {stream.name}", unit="offset", total=len(grid) * draws) as progress:
         progress.update(len(skipped) * draws)
         for d in range(draws):
@@ -314,9 +318,13 @@ def mi_profile(
             counter.seed = base_seed + d * 1_000_033
             partners = (("real",) if d == 0 else ()) + nulls
             for batch, batch_sums in clock.each(counting, counter.sweep(
-                    usable, partners, jackknife=deltas, first_marginal=method.first_marginal)):
+                    usable if d == 0 else usable[:cut], partners, jackknife=deltas,
+                    first_marginal=method.first_marginal)):
                 progress.update(len(batch))
                 sums[d].update(batch_sums)
+            if d:
+                sums[d].update({(m, r): sums[0][m, r] for m in nulls for r in usable[cut:]})
+                progress.update(len(usable) - cut)
     counter.shift, counter.seed = shift, base_seed
     if isinstance(counter, DaskCounter):
         stream.info["dask"] = counter.plan

@@ -19,6 +19,9 @@ The other generators give corpora whose dependency scale is known by constructio
   character's two children copy it or redraw it, so the MI of two characters decays with
   the depth of their common ancestor, a power law in their distance by construction
   (``tree_exact_mi``); a document-wide favourite character adds a floor.
+- ``two_kinds``: short documents of one kind and long ones of another, tokens i.i.d. given
+  the kind: the pairs at an offset come from the documents longer than it, so the MI is the
+  kind's and falls to exactly 0 beyond the short documents (``two_kinds_exact_mi``).
 - ``window_task``: a stream of noisy latent blocks of length B with, at each position, the
   most frequent token of the last B as the target (paper A's frequency-law task: retrieval
   over a window whose width is set by B).
@@ -430,6 +433,50 @@ def tree_exact_mi(offsets: np.ndarray, depth: int = 12, keep: float = 0.9) -> np
         mu = float(np.sum(ways * keep ** (2.0 * height)) / np.sum(ways))
         joint = (mu * np.eye(size) + (1 - mu) / size) / size
         out[i] = _mi_bits(joint, np.full((size, size), 1.0 / size**2))
+    return out
+
+
+def two_kinds(
+    n_short: int = 3000, n_long: int = 300, vocab: int = 2048, short: tuple[int, int] = (20, 60),
+    long: tuple[int, int] = (300, 900), seed: int = 0,
+) -> TokenStream:
+    """Documents of two kinds in random order, ``n_short`` of lengths ``short`` (low, high:
+    uniform, high excluded) and ``n_long`` of lengths ``long``, each token drawn i.i.d. from its
+    kind's distribution (``two_kinds_distributions``). Within a document only the kind links
+    two tokens, so the MI at offset r is that of the kinds' mixture over the pairs at r: 0 once
+    r reaches the longest short document. ``info["kinds"]`` holds each document's kind."""
+    rng = np.random.default_rng(seed)
+    lengths = np.r_[rng.integers(*short, n_short), rng.integers(*long, n_long)]
+    kinds = np.r_[np.zeros(n_short, dtype=np.int64), np.ones(n_long, dtype=np.int64)]
+    order = rng.permutation(len(lengths))
+    lengths, kinds = lengths[order], kinds[order]
+    cum = np.cumsum(two_kinds_distributions(vocab), axis=1)
+    tokens = np.concatenate([np.searchsorted(cum[k], rng.random(n), side="right") for k, n in zip(kinds, lengths)])
+    stream = TokenStream("ids", np.minimum(tokens, vocab - 1), lengths, vocab)
+    stream.info["kinds"] = kinds
+    return stream
+
+
+def two_kinds_distributions(vocab: int) -> np.ndarray:
+    """The two kinds' token distributions (2 x vocab): a Zipf law of exponent 1.1, the second
+    kind's ranks moved half the vocabulary on."""
+    zipf = 1.0 / np.arange(1, vocab + 1) ** 1.1
+    zipf /= zipf.sum()
+    return np.stack([zipf, np.roll(zipf, vocab // 2)])
+
+
+def two_kinds_exact_mi(stream: TokenStream, offsets: np.ndarray) -> np.ndarray:
+    """Exact MI (bits) over the pairs inside a document of a ``two_kinds`` stream at each
+    offset (NaN where no document is longer): the kinds weighted by their pairs there."""
+    kinds, lengths = stream.info["kinds"], stream.doc_lengths
+    p = two_kinds_distributions(int(stream.vocab_size))
+    out = np.full(len(offsets), np.nan)
+    for i, r in enumerate(np.asarray(offsets, dtype=np.int64)):
+        w = np.array([np.maximum(lengths[kinds == k] - r, 0).sum() for k in (0, 1)], dtype=np.float64)
+        if w.sum() > 0:
+            w /= w.sum()
+            joint = w[0] * np.outer(p[0], p[0]) + w[1] * np.outer(p[1], p[1])
+            out[i] = _mi_bits(joint, np.outer(joint.sum(axis=1), joint.sum(axis=0)))
     return out
 
 

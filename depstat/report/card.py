@@ -211,6 +211,9 @@ def _sampling(profile: Profile, n: dict) -> str:
         f"- MI estimator: {profile.estimator}; weighted delete-a-group jackknife intervals over random "
         "document groups, Student t, "
         f"{profile.confidence:.0%} confidence",
+        *([f"- the rotation null rotates the list of pairs from offset {', '.join(nulls)}, where documents end"]
+          if (nulls := [f"{g['pair_list_null_from']} ({name})" for name, g in profile.granularities.items()
+                        if g.get("pair_list_null_from") is not None]) else []),
     ]
     rows = [
         [name, _fmt(g["vocab_size"]), _fmt(g["n_tokens"]), _fmt(g["n_docs"]),

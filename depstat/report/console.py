@@ -54,6 +54,11 @@ def render(result: Profile) -> str:
     for name, offsets in result.skipped_offsets.items():
         if offsets:
             lines.append(f"{name}: offsets {offsets} skipped (fewer than 64 pairs)")
+    starts = [f"{name} {g['pair_list_null_from']}" for name, g in summary["granularities"].items()
+              if g.get("pair_list_null_from") is not None]
+    if starts:
+        lines.append("where documents end (over 1% of the positions without a partner) the rotation null rotates the "
+                     f"list of pairs, one draw, from offset: {', '.join(starts)} (docs/estimators.md)")
     for name, g in summary["granularities"].items():
         if g["few_documents_from_offset"] is not None:
             lines.append(
