@@ -124,7 +124,7 @@ def corpus_options() -> argparse.ArgumentParser:
     e.add_argument("--confidence", type=float, default=0.95, help="interval confidence level (default: 0.95)")
     e.add_argument("--blocks", type=int, default=DEFAULT_BLOCKS, help=f"jackknife blocks, 2 to {NOTE_BLOCKS:,} (default: {DEFAULT_BLOCKS})")
     e.add_argument("--seed", type=int, default=0, help="seed of the sample, of the order documents are counted in and of the nulls (default: 0)")
-    e.add_argument("--null-draws", type=int, default=DEFAULT_NULL_DRAWS, metavar="N", help=f"null draws averaged by a null-corrected estimator, their spread in the interval (default: {DEFAULT_NULL_DRAWS})")
+    e.add_argument("--null-draws", type=int, default=DEFAULT_NULL_DRAWS, metavar="N", help=f"null draws averaged by a null-corrected estimator, their spread in the interval; one where the rotation null rotates the pair list (documents that end) (default: {DEFAULT_NULL_DRAWS})")
     e.add_argument(
         "--document-order", default=DEFAULT_ORDER, choices=ORDERS,
         help="shuffled: count documents in a seeded order, so the profile does not depend on the order they come in; "
