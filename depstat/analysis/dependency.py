@@ -10,7 +10,7 @@ I itself (not log I, so offsets whose estimate is near zero or below keep their 
 The floor takes up what reaches every offset alike (leftover estimator bias, or information
 shared by a whole document), so that it does not count as long dependencies. The model with
 the smaller weighted residual is preferred (both have three parameters, so this is AIC). The
-fits start at the first of a few offsets from which a model fits within its errors
+fits start past the first offsets that are outliers of the model fitted without them
 (``fit_start``): a tokenizer's first offsets can follow no smooth decay, and a floor fitted
 across them would take up that misfit.
 
@@ -216,27 +216,47 @@ def fit_decay(r: np.ndarray, mi: np.ndarray, se: np.ndarray, model: str) -> Deca
 
 
 def fit_start(r: np.ndarray, mi: np.ndarray, se: np.ndarray, significant: np.ndarray) -> float:
-    """The offset the decay models are fitted from: the smallest of ``FIT_STARTS`` from which the
-    better model fits within its errors (chi2/dof at most 1 + 3 sqrt(2/dof)), or the first offset
-    when none does. A tokenizer's first offsets (within a word) can follow no smooth decay where
-    the rest of the profile does; a floor fitted across them takes up that misfit rather than
-    what reaches every offset. A kernel no model fits keeps all its offsets, and so does one that
-    ends before a later start: fewer than ``MIN_FIT_POINTS`` offsets from it distinguishable from
-    zero, or the fitted kernel's own q90 width not past it."""
-    for start in FIT_STARTS:
-        keep = r >= start
+    """The offset the decay models are fitted from: the first of ``FIT_STARTS`` from which the
+    better model fits within its errors (chi2/dof at most 1 + 3 sqrt(2/dof)), moved on to a later
+    one from which it does too where the step to it leaves out outliers of the model fitted
+    without them (``_misfit``); the first offset when no start fits. A tokenizer's first offsets
+    (within a word) can follow no smooth decay where the rest of the profile does; a floor fitted
+    across them takes up that misfit rather than what reaches every offset. A kernel no model fits
+    keeps all its offsets, and so does one that ends before a later start: fewer than
+    ``MIN_FIT_POINTS`` offsets from it distinguishable from zero, or the fitted kernel's own q90
+    width not past it."""
+    start, before = None, _best_fit(r, mi, se)
+    for at in FIT_STARTS:
+        keep = r >= at
         n = int(keep.sum())
-        if int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS:
+        if before is None or int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS:
             break
-        fits = fits_of(r[keep], mi[keep], se[keep])
-        if not fits:
+        fit = _best_fit(r[keep], mi[keep], se[keep]) if at > FIT_STARTS[0] else before
+        if fit is None or at > FIT_STARTS[0] and model_width(fit) <= at:
             break
-        best = min(fits.values(), key=lambda f: f.chi2)
-        if start > FIT_STARTS[0] and model_width(best) <= start:
-            break
-        if best.chi2 / (n - 3) <= 1 + 3 * math.sqrt(2 / (n - 3)):
-            return start
-    return FIT_STARTS[0]
+        if fit.chi2 / (n - 3) <= 1 + 3 * math.sqrt(2 / (n - 3)) and (start is None or _misfit(before, fit)):
+            start = at
+        before = fit
+    return FIT_STARTS[0] if start is None else start
+
+
+def _best_fit(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> DecayFit | None:
+    """The model with the smaller chi2, or None when neither can be fitted."""
+    fits = fits_of(r, mi, se)
+    return min(fits.values(), key=lambda f: f.chi2) if fits else None
+
+
+def _misfit(before: DecayFit, after: DecayFit, level: float = 0.01) -> bool:
+    """Whether the offsets in ``before``'s fit and not in ``after``'s are outliers of the model:
+    their share of chi2 exceeds their number (beyond their own errors) and, per offset, the
+    rest's chi2 per degree of freedom by an F test at ``level``. The second test holds with
+    errors that are only known up to a factor (the relative floor of the weights, errors
+    correlated across offsets), as the rest's own scatter sets the scale."""
+    dropped, dof = before.n_points - after.n_points, after.n_points - 3
+    gain = before.chi2 - after.chi2
+    if dropped < 1 or dof < 1 or gain <= dropped:
+        return False
+    return gain / dropped > stats.f.ppf(1 - level, dropped, dof) * after.chi2 / dof
 
 
 def fits_of(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> dict[str, DecayFit]:
@@ -384,7 +404,7 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
     _, f_lo, f_hi = interval("floor")
     alpha = fits["power"].parameter if "power" in fits else None
     share = float(np.mean([preferred(fs) == "exponential" for fs in rep_fits])) if rep_fits else None
-    start = (f" (fitted from r = {f.start:.0f}: no model fits the offsets before it within their errors)"
+    start = (f" (fitted from r = {f.start:.0f}: the offsets before it do not follow the decay fitted to the rest)"
              if f.start > 1 else "")
     common = dict(alpha=alpha, alpha_ci=(a_lo, a_hi) if alpha is not None else None,
                   floor=fits[model].floor, floor_ci=(f_lo, f_hi),
