@@ -239,6 +239,34 @@ def fit_starts(quick: bool) -> None:
             print(f"{kind:<24} {rel:>5.2f}  {cols[0]}   {cols[1]}")
 
 
+def tree_held_out(quick: bool) -> None:
+    """Tree text at keep-probabilities and seeds that no rule was chosen on (a power law at every
+    scale by construction, exponent set by keep): the verdict today and with the fits started by
+    the rule before (``_start_within_errors``)."""
+    runs = [(0.9, 5)] if quick else [(0.85, 5), (0.9, 5), (0.9, 6), (0.95, 5)]
+    n_docs = 300 if quick else 2000
+    print(f"\n== held out: tree text ({n_docs} documents of 4096 bytes) at other keep-probabilities and seeds, "
+          f"granularities {', '.join(GRANULARITIES)}; expected: self-similar")
+    print(f"{'keep':>5} {'seed':>4}  {'today':<14} {'precise cells':<34} {'bpe-8k from, floor':<19}  "
+          f"{'before':<14} {'precise cells':<34} bpe-8k from, floor")
+    with tempfile.TemporaryDirectory() as d:
+        for keep, seed in runs:
+            path = write_jsonl(Path(d) / f"tree-{keep}-{seed}.jsonl", tree_text(n_docs, keep=keep, seed=seed))
+            p = depstat.profile(str(path), granularities=GRANULARITIES, max_offset=L)
+            a = analyze(p, head_dim=HEAD_DIM, train_length=L, target_length=TARGET)
+            names, duplicates = selfsim.distinct(p.table)
+            curves = {n: granularity_curve(p, n) for n in names}
+            fits = {n: fitted(c, _start_within_errors(c)) for n, c in curves.items()}
+            before = selfsim.self_similarity({n: f.excess() for n, f in fits.items()}, a.granularity,
+                                             kernel_width(fits[a.granularity]), TARGET, TARGET / L,
+                                             a.settings.similarity_margin, a.settings.confidence or p.confidence,
+                                             duplicates)
+            w, f = a.widths["bpe-8k"], fits["bpe-8k"]
+            print(f"{keep:>5} {seed:>4}  {a.self_similarity.verdict:<14} {_precise(a.self_similarity):<34} "
+                  f"{f'{w.fit_start:g}, {w.floor:.4f} bits':<19}  {before.verdict:<14} {_precise(before):<34} "
+                  f"{f.start:g}, {f.fits[f.model].floor:.4f} bits")
+
+
 def _bible(tmp: Path) -> dict[str, Path]:
     """The KJV as books and as chapters (jsonl), from Debian's bible-kjv, or nothing."""
     if not shutil.which("bible"):
@@ -655,6 +683,7 @@ def main() -> None:
     widths(args.quick)
     calibration(args.quick)
     fit_starts(args.quick)
+    tree_held_out(args.quick)
     verdicts(args.quick)
     clusters(args.quick)
     cluster_sizes(args.quick)
