@@ -318,15 +318,16 @@ for corpus, ss in results.items():
 #   30 % of I, next section); where they have one it is shown (hollow), not compared, since
 #   tokens that lose part of the text see other information.
 # - **Natural text.** No granularity's kernel has a length of its own, so the verdict rests
-#   on the slopes alone. At 18–72 bytes the byte profile falls much faster than bpe-8k's,
-#   and from 72 to 287 bytes it *rises* (a negative slope), where bpe-8k's keeps falling: structure at a length fixed in bytes, of the order of a line of these
-#   docs (their code blocks are indented, their prose wrapped), which the BPE tokens,
-#   of varying lengths in bytes, do not show at one offset. The gap is beyond the margin at
-#   D's point value, but its lower bound (Bonferroni-corrected over the cells) falls
-#   short of it: *inconclusive*, with or without the bias term in the cells' errors (next
-#   section). bpe-1k has no cell known to ± 0.25 at 466 KB: its fit starts at r = 4, past
-#   first offsets that are outliers of the decay fitted without them (`dependency.fit_start`), and the
-#   floor fitted from there varies between the replicates.
+#   on the slopes alone. At 18–72 bytes the byte profile falls much faster than bpe-8k's, and
+#   from 72 to 287 bytes it *rises* (a negative slope), where bpe-8k's keeps falling:
+#   structure at a length fixed in bytes, of the order of a line of these docs (their code
+#   blocks are indented, their prose wrapped), which the BPE tokens, of varying lengths in
+#   bytes, do not show at one offset. The gap is beyond the margin at D's point value, but
+#   its lower bound (Bonferroni-corrected over the cells) falls short of it: *inconclusive*,
+#   with or without the bias term in the cells' errors (next section). bpe-1k has no cell
+#   known to ± 0.25 at 466 KB: its fit starts at r = 4, past first offsets that are outliers
+#   of the decay fitted without them (`dependency.fit_start`), and the floor fitted from
+#   there varies between the replicates.
 # - **Arithmetic.** The granularities disagree by far more than the margin at tens of
 #   bytes (D's lower bound, printed above), and the byte kernel has a length of its own
 #   (tens of bytes, the table above). The rule's first step looks at the model granularity,
