@@ -29,6 +29,10 @@ Run: python benchmarks/bench_analysis.py [--quick]
    granularity's decay fits start.
 5. Calibration (printed between 1 and 2): the verdict on synthetic profiles of known shape
    (``noisy_curve``), today's rule against one where every measured cell decides.
+6. Where the fits start (printed after 5): noisy power laws with and without a floor and with
+   disturbed first offsets, ``fit_start`` against the rule before its outlier step.
+7. Held out (printed after 6): tree text at other seeds and keep-probabilities, the verdict
+   with ``fit_start`` and with the rule before its outlier step.
 """
 
 from __future__ import annotations
@@ -240,9 +244,9 @@ def fit_starts(quick: bool) -> None:
 
 
 def tree_held_out(quick: bool) -> None:
-    """Tree text at keep-probabilities and seeds that no rule was chosen on (a power law at every
-    scale by construction, exponent set by keep): the verdict today and with the fits started by
-    the rule before (``_start_within_errors``)."""
+    """Tree text at seeds (and, but for 0.9, keep-probabilities) that no rule was chosen on (a
+    power law at every scale by construction, exponent set by keep): the verdict today and with
+    the fits started by the rule before (``_start_within_errors``)."""
     runs = [(0.9, 5)] if quick else [(0.85, 5), (0.9, 5), (0.9, 6), (0.95, 5)]
     n_docs = 300 if quick else 2000
     print(f"\n== held out: tree text ({n_docs} documents of 4096 bytes) at other keep-probabilities and seeds, "

@@ -10,9 +10,9 @@ I itself (not log I, so offsets whose estimate is near zero or below keep their 
 The floor takes up what reaches every offset alike (leftover estimator bias, or information
 shared by a whole document), so that it does not count as long dependencies. The model with
 the smaller weighted residual is preferred (both have three parameters, so this is AIC). The
-fits start past the first offsets that are outliers of the model fitted without them
-(``fit_start``): a tokenizer's first offsets can follow no smooth decay, and a floor fitted
-across them would take up that misfit.
+fits start where a model fits within its errors, past first offsets that are outliers of the
+model fitted without them (``fit_start``): a tokenizer's first offsets can follow no smooth
+decay, and a floor fitted across them would take up that misfit.
 
 What the data say (``Width.kind``):
 
@@ -218,13 +218,13 @@ def fit_decay(r: np.ndarray, mi: np.ndarray, se: np.ndarray, model: str) -> Deca
 def fit_start(r: np.ndarray, mi: np.ndarray, se: np.ndarray, significant: np.ndarray) -> float:
     """The offset the decay models are fitted from: the first of ``FIT_STARTS`` from which the
     better model fits within its errors (chi2/dof at most 1 + 3 sqrt(2/dof)), moved on to a later
-    one from which it does too where the step to it leaves out outliers of the model fitted
-    without them (``_misfit``); the first offset when no start fits. A tokenizer's first offsets
+    one from which it does too where the step to it from the start before it leaves out
+    outliers (``_misfit``); the first offset when no start fits. A tokenizer's first offsets
     (within a word) can follow no smooth decay where the rest of the profile does; a floor fitted
     across them takes up that misfit rather than what reaches every offset. A kernel no model fits
-    keeps all its offsets, and so does one that ends before a later start: fewer than
-    ``MIN_FIT_POINTS`` offsets from it distinguishable from zero, or the fitted kernel's own q90
-    width not past it."""
+    keeps all its offsets. The search ends, keeping the start chosen so far, at a start with
+    fewer than ``MIN_FIT_POINTS`` offsets distinguishable from zero from it, or past the fitted
+    kernel's own q90 width."""
     start, before = None, _best_fit(r, mi, se)
     for at in FIT_STARTS:
         keep = r >= at
@@ -247,11 +247,11 @@ def _best_fit(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> DecayFit | None:
 
 
 def _misfit(before: DecayFit, after: DecayFit, level: float = 0.01) -> bool:
-    """Whether the offsets in ``before``'s fit and not in ``after``'s are outliers of the model:
-    their share of chi2 exceeds their number (beyond their own errors) and, per offset, the
-    rest's chi2 per degree of freedom by an F test at ``level``. The second test holds with
-    errors that are only known up to a factor (the relative floor of the weights, errors
-    correlated across offsets), as the rest's own scatter sets the scale."""
+    """Whether the offsets in ``before``'s fit and not in ``after``'s (each the better model's
+    fit) are outliers: their share of chi2 exceeds their number (beyond their own errors) and,
+    per offset, the rest's chi2 per degree of freedom by an F test at ``level``. The second test
+    holds with errors that are only known up to a factor (the relative floor of the weights,
+    errors correlated across offsets), as the rest's own scatter sets the scale."""
     dropped, dof = before.n_points - after.n_points, after.n_points - 3
     gain = before.chi2 - after.chi2
     if dropped < 1 or dof < 1 or gain <= dropped:
