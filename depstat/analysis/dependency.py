@@ -225,16 +225,16 @@ def fit_start(r: np.ndarray, mi: np.ndarray, se: np.ndarray, significant: np.nda
     keeps all its offsets. The search ends, keeping the start chosen so far, at a start with
     fewer than ``MIN_FIT_POINTS`` offsets distinguishable from zero from it, or past the fitted
     kernel's own q90 width."""
-    start, before = None, _best_fit(r, mi, se)
+    start = before = None
     for at in FIT_STARTS:
         keep = r >= at
-        n = int(keep.sum())
-        if before is None or int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS:
+        if int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS:
             break
-        fit = _best_fit(r[keep], mi[keep], se[keep]) if at > FIT_STARTS[0] else before
-        if fit is None or at > FIT_STARTS[0] and model_width(fit) <= at:
+        fit = _best_fit(r[keep], mi[keep], se[keep])
+        if fit is None or before is not None and model_width(fit) <= at:
             break
-        if fit.chi2 / (n - 3) <= 1 + 3 * math.sqrt(2 / (n - 3)) and (start is None or _misfit(before, fit)):
+        dof = fit.n_points - 3
+        if fit.chi2 / dof <= 1 + 3 * math.sqrt(2 / dof) and (start is None or _misfit(before, fit)):
             start = at
         before = fit
     return FIT_STARTS[0] if start is None else start
