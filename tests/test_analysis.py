@@ -109,8 +109,8 @@ def test_a_fit_starts_past_first_offsets_that_no_smooth_decay_fits(seed: int) ->
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_fit_start_skips_first_offsets_disturbed_within_the_weights_error_floor(seed: int) -> None:
-    """First offsets off a power law by 30, 8 and 4 % (BPE-8k's on tree text: 4-8 % at r = 2, 3):
-    from r = 2 each model fits them within the errors' 2 % relative floor, yet they steepen the
+    """First offsets off a power law by 30, 8 and 4 % (as BPE-8k's are on tree text): from r = 2
+    each model fits them within the errors' 2 % relative floor, yet they steepen the
     exponent and put a floor under it. Against the rest's own scatter they are outliers, and the
     fit starts after them."""
     mi = 0.5 * GRID**-0.5
