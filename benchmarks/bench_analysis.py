@@ -481,9 +481,10 @@ def corpora(tmp: Path, quick: bool) -> list[tuple[str, Path | str, str]]:
         if (path := _handbook(tmp, lang)) is not None:
             out.append((f"Debian handbook, {lang} (held-out text)", path, "scale-free; self-similar or inconclusive"))
     if (path := _linux_docs(tmp)) is not None:
-        out.append(("Linux kernel documentation, 11 MB (held-out text)", path, "scale-free; not self-similar (predicted from the 1 MB corpora)"))
+        out.append((f"Linux kernel documentation as prose, {_size(path)} (held-out text)", path,
+                    "scale-free; not self-similar (predicted from the 1 MB corpora)"))
     if (path := _python_docs_sources(tmp)) is not None:
-        out.append(("Python 3.11 documentation sources, 12 MB (held-out text)", path,
+        out.append((f"Python 3.11 documentation sources as prose, {_size(path)} (held-out text)", path,
                     "not self-similar: bytes steeper below ~72 bytes, as on the bundled docs (predicted)"))
     if (path := _perl_pod(tmp)) is not None:
         out.append((f"Perl documentation (POD) as prose, {_size(path)} (held-out text)", path,
