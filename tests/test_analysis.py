@@ -41,6 +41,7 @@ from depstat.analysis.selfsim import (
     CELL_SE_MAX,
     CELL_SE_PRECISE,
     MARGIN,
+    NOT_MEASURED,
     _cells,
     dilation_test,
     self_similarity,
@@ -283,8 +284,7 @@ REALISTIC = {"bytes": 1.0, "bpe-1k": 2.9, "bpe-8k": 4.5, "words": 7.0}
 def test_an_exact_power_law_with_realistic_noise_is_self_similar(seed: int) -> None:
     """Errors correlated across offsets, an absolute part that dominates at long range, a floor at
     every granularity: the cells past a few hundred bytes are imprecise, and only the precise
-    ones decide (with every cell up to +- 0.25 deciding, these seeds came out inconclusive);
-    bpe-8k has two precise cells, so its dilation check is measured."""
+    ones decide; bpe-8k has two precise cells, so its dilation check is measured."""
     shapes = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6 + 0.01 * b) for n, b in REALISTIC.items()}
     ss = _verdict(shapes, "bpe-8k", rel_se=0.01, abs_se=0.0005, seed=seed, groups=32, correlation=0.8)
     assert ss.verdict == "self-similar", ss.reasons
@@ -302,7 +302,7 @@ def test_one_precise_cell_at_the_model_granularity_does_not_show_self_similarity
     ss = _verdict(shapes, "bpe-8k", rel_se=0.01, abs_se=0.0015, seed=seed, groups=32, correlation=0.8)
     assert sum(c.granularity == "bpe-8k" and c.se <= CELL_SE_PRECISE for c in ss.cells) == 1
     assert ss.precise_bounds[1] < MARGIN
-    assert ss.verdict == "inconclusive" and "is not measured" in ss.reasons[0], ss.reasons
+    assert ss.verdict == "inconclusive" and NOT_MEASURED in ss.reasons[0], ss.reasons
 
 
 def test_a_broken_power_law_agreeing_within_one_cell_is_not_called_self_similar() -> None:
@@ -317,7 +317,7 @@ def test_a_broken_power_law_agreeing_within_one_cell_is_not_called_self_similar(
     shapes = {n: (b, broken(b)) for n, b in REALISTIC.items()}
     ss = _verdict(shapes, "bpe-8k", rel_se=0.03, abs_se=0.002, seed=11, groups=32, correlation=0.8)
     assert ss.precise_bounds[1] < MARGIN and ss.dilation is None
-    assert ss.verdict == "inconclusive" and "is not measured" in ss.reasons[0], ss.reasons
+    assert ss.verdict == "inconclusive" and NOT_MEASURED in ss.reasons[0], ss.reasons
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -98,6 +98,7 @@ MARGIN = 0.25  # slope units: how far granularities may disagree at one scale an
 CELL = 4.0  # each slope cell spans offsets x .. CELL x (two octaves)
 MIN_TOKENS = 4  # the test starts this many model tokens out (sub-token structure comes first)
 CELL_SE_MAX = 0.25  # a cell whose slope is known to worse than this (the default margin) is left out
+NOT_MEASURED = "how its slope changes under a dilation is not measured"  # the reason without the model's check
 Z_95 = float(stats.norm.ppf(0.95))
 CELL_SE_PRECISE = MARGIN / (2 * Z_95)  # the equivalence side's cells: z_0.95 se <= margin / 2
 VERDICTS = ("self-similar", "not self-similar", "inconclusive")
@@ -402,8 +403,8 @@ def self_similarity(
                                         f"{sharp_span[0]:.0f} to {sharp_span[1]:.0f} bytes")
     elif agree and dil is None:
         verdict, why = "inconclusive", (f"{text}; {sharp_text}: within the margin {margin:g}, but {model} has fewer "
-                                        f"than two cells known to ± {CELL_SE_PRECISE:.3f}, so how its slope changes "
-                                        "under a dilation is not measured; profile more tokens to decide")
+                                        f"than two cells known to ± {CELL_SE_PRECISE:.3f}, so {NOT_MEASURED}; "
+                                        "profile more tokens to decide")
     elif agree:
         verdict, why = "inconclusive", (f"{text}; {sharp_text}: within the margin {margin:g}, but {dil_text}: not "
                                         "shown within it; profile more tokens to decide")
