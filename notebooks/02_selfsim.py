@@ -351,12 +351,13 @@ for corpus, ss in results.items():
 # needs: the verdict then holds for the profiled range only.
 #
 # The rule is simple enough to restate from what `self_similarity` returns. The cell below
-# recomputes D from the cells and the verdict from D's bounds and the kernel kind, and
-# `depstat.analyze` runs the same pipeline in one call:
+# recomputes D from the cells and the verdict from D's bounds, the kernel kind and the
+# dilation checks, and `depstat.analyze` runs the same pipeline in one call:
 
 # %%
 def restated(ss, width) -> tuple[float | None, str]:
-    """D from the cells, and the verdict from D's bounds, the margin and the kernel's kind."""
+    """D from the cells, and the verdict from D's bounds, the margin, the kernel's kind and the
+    dilation checks (any beyond the margin; the model granularity's, needed within it)."""
     compared = pl.DataFrame([vars(c) for c in ss.cells if c.compared])
     d = deviations(compared)["dev"].max() if compared.height else None
     own_length = width.kind in ("characteristic", "local")

@@ -309,7 +309,7 @@ def test_a_broken_power_law_agreeing_within_one_cell_is_not_called_self_similar(
     """Slope 0.4 below 72 bytes and 1.0 above, alike at every granularity (a dilation changes it),
     3 % error: at this seed the granularities agree within the one cell below the break where
     bpe-8k is precise. Before the model's dilation check was required that was `self-similar`
-    (7 of 28 held-out seeds of the calibration, benchmarks/output/analysis.txt)."""
+    (2 of 28 calibration seeds held out from every rule, benchmarks/output/analysis.txt)."""
     def broken(b: float) -> callable:
         a = 0.6 * b**0.6
         return lambda x: np.where(x < 72, a * x**-0.4, a * 72**-0.4 * (x / 72) ** -1.0) * b**-0.2 + 0.01 * b
