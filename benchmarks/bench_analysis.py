@@ -163,7 +163,6 @@ def _before_dilation_required(ss: selfsim.SelfSimilarity) -> str:
 
 CALIBRATION_KINDS = {"power law": "self-similar", "bytes steeper": "not self-similar",
                      "exponential": "not self-similar", "broken": "not self-similar (a dilation changes it)"}
-VERDICTS = ("self-similar", "not self-similar", "inconclusive")
 RULES = {"today": "today", "every cell": "every cell precise", "before": "no dilation check needed"}
 
 
@@ -207,7 +206,7 @@ def _calibration_block(title: str, rows: list[tuple[str, float]], seeds: range, 
           + (f"  {'dilation spread':>16}" if spread else ""))
     for kind, rel in rows:
         counts, spreads = _calibration_counts(kind, rel, seeds, absolute, rules)
-        cols = [" / ".join(str(counts[r][v]) for v in VERDICTS) for r in rules]
+        cols = [" / ".join(str(counts[r][v]) for v in selfsim.VERDICTS) for r in rules]
         line = f"{kind:<14} {rel:>5.2f}  {CALIBRATION_KINDS[kind]:<40} " + "  ".join(f"{c:>24}" for c in cols)
         if spread:
             line += f"  {np.nanmedian(spreads):>16.2f}" if np.isfinite(spreads).any() else f"  {'-':>16}"
@@ -247,8 +246,7 @@ def _start_within_errors(c: depstat.analysis.dependency.Curve) -> float:
         n = int(keep.sum())
         if int(np.count_nonzero(c.significant[keep])) < dependency.MIN_FIT_POINTS:
             break
-        best = min(dependency.fits_of(c.offsets[keep], c.mi[keep], c.se[keep]).values(), key=lambda f: f.chi2,
-                   default=None)
+        best = dependency.best_fit(c.offsets[keep], c.mi[keep], c.se[keep])
         if best is None or start > dependency.FIT_STARTS[0] and dependency.model_width(best) <= start:
             break
         if best.chi2 / (n - 3) <= 1 + 3 * math.sqrt(2 / (n - 3)):

@@ -278,6 +278,8 @@ def test_noisy_curve_has_the_standard_error_it_is_given() -> None:
 
 
 REALISTIC = {"bytes": 1.0, "bpe-1k": 2.9, "bpe-8k": 4.5, "words": 7.0}
+# a power law A x^-0.6 with a floor of 0.01 bits a byte of token, at each granularity of REALISTIC
+POWER_WITH_FLOOR = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6 + 0.01 * b) for n, b in REALISTIC.items()}
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -285,7 +287,7 @@ def test_an_exact_power_law_with_realistic_noise_is_self_similar(seed: int) -> N
     """Errors correlated across offsets, an absolute part that dominates at long range, a floor at
     every granularity: the cells past a few hundred bytes are imprecise, and only the precise
     ones decide; bpe-8k has two precise cells, so its dilation check is measured."""
-    shapes = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6 + 0.01 * b) for n, b in REALISTIC.items()}
+    shapes = POWER_WITH_FLOOR
     ss = _verdict(shapes, "bpe-8k", rel_se=0.01, abs_se=0.0005, seed=seed, groups=32, correlation=0.8)
     assert ss.verdict == "self-similar", ss.reasons
     assert ss.precise_bounds[1] < MARGIN and ss.precise_range[0] < 30
@@ -298,7 +300,7 @@ def test_one_precise_cell_at_the_model_granularity_does_not_show_self_similarity
     """Three times the absolute error: bpe-8k has one precise cell, so how its slope changes under
     a dilation is not measured, and agreement across granularities within that cell, 4x wide,
     says nothing of the next one, where a dilation by 4 takes it."""
-    shapes = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6 + 0.01 * b) for n, b in REALISTIC.items()}
+    shapes = POWER_WITH_FLOOR
     ss = _verdict(shapes, "bpe-8k", rel_se=0.01, abs_se=0.0015, seed=seed, groups=32, correlation=0.8)
     assert sum(c.granularity == "bpe-8k" and c.se <= CELL_SE_PRECISE for c in ss.cells) == 1
     assert ss.precise_bounds[1] < MARGIN
@@ -325,8 +327,7 @@ def test_bytes_steeper_at_short_range_with_realistic_noise_is_not_self_similar(s
     def steep(x: np.ndarray) -> np.ndarray:
         return np.where(x < 72, 0.6 * 72**-0.6 * (x / 72) ** -1.3, 0.6 * x**-0.6) + 0.01
 
-    shapes = {n: (b, lambda x, b=b: 0.6 * b**0.6 * x**-0.6 + 0.01 * b) for n, b in REALISTIC.items()}
-    shapes["bytes"] = (1.0, steep)
+    shapes = {**POWER_WITH_FLOOR, "bytes": (1.0, steep)}
     ss = _verdict(shapes, "bpe-8k", rel_se=0.01, abs_se=0.002, seed=seed, groups=32, correlation=0.8)
     assert ss.verdict == "not self-similar", ss.reasons
     assert ss.effect_bounds[0] > MARGIN

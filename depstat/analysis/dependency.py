@@ -230,7 +230,7 @@ def fit_start(r: np.ndarray, mi: np.ndarray, se: np.ndarray, significant: np.nda
         keep = r >= at
         if int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS:
             break
-        fit = _best_fit(r[keep], mi[keep], se[keep])
+        fit = best_fit(r[keep], mi[keep], se[keep])
         if fit is None or before is not None and model_width(fit) <= at:
             break
         dof = fit.n_points - 3
@@ -240,7 +240,7 @@ def fit_start(r: np.ndarray, mi: np.ndarray, se: np.ndarray, significant: np.nda
     return FIT_STARTS[0] if start is None else start
 
 
-def _best_fit(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> DecayFit | None:
+def best_fit(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> DecayFit | None:
     """The model with the smaller chi2, or None when neither can be fitted."""
     fits = fits_of(r, mi, se)
     return min(fits.values(), key=lambda f: f.chi2) if fits else None
