@@ -290,8 +290,9 @@ assert sig[:5].all() and not sig[-5:].any()
 # - a power law, I = A r^−α + floor: no length of its own;
 # - an exponential, I = A exp(−(r − 1)/ξ) + floor: a characteristic length ξ.
 #
-# `kernel_width` prefers the model with the smaller weighted residual and says what the data
-# show (`Width.kind`): `characteristic` (the exponential wins and its width
+# `kernel_width` prefers the power law unless the exponential's weighted residual is smaller
+# beyond its jackknife error, and says what the data show (`Width.kind`): `characteristic`
+# (the exponential wins so and its width
 # **W = ξ ln 10**, the offset within which 90 % of the kernel above the floor lies, is well
 # inside the profiled range), `local` (the same with W of a few tokens), `scale-free` (no
 # length of its own: W is None) or `none`. The interval of W comes from the replicates.

@@ -125,7 +125,7 @@ pl.DataFrame([
 # The tree text's byte and BPE kernels are `scale-free`, as built (its words, strings of
 # about 50 characters from an open vocabulary, are another matter: below). The natural text
 # has no kernel with a length of its own at any granularity in this run (`scale-free`
-# throughout: a power law fits better); the arithmetic's byte kernel is `characteristic`,
+# throughout: no exponential fits better beyond its error); the arithmetic's byte kernel is `characteristic`,
 # tens of bytes — a problem line. Each kernel's reason:
 
 # %%

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import depstat
 from depstat.analysis.dependency import (
+    Fitted,
     Width,
     curve,
     exact_curve,
@@ -320,6 +321,44 @@ def test_a_broken_power_law_agreeing_within_one_cell_is_not_called_self_similar(
     ss = _verdict(shapes, "bpe-8k", rel_se=0.03, abs_se=0.002, seed=11, groups=32, correlation=0.8)
     assert ss.precise_bounds[1] < MARGIN and ss.dilation is None
     assert ss.verdict == "inconclusive" and NOT_MEASURED in ss.reasons[0], ss.reasons
+
+
+def test_an_exponential_no_better_than_the_power_law_beyond_its_error_has_no_length() -> None:
+    """A power law with a floor, 3 % error, where the exponential's chi2 is the smaller but by less
+    than its jackknife error allows (this seed): by AIC alone bpe-8k was `characteristic`, W about
+    109 tokens, and the verdict `not self-similar` on that length (stop 49). A length of its own
+    is a claim the data must make: the kernel is scale-free, and the verdict is not `not`."""
+    b = REALISTIC["bpe-8k"]
+    mi = POWER_WITH_FLOOR["bpe-8k"][1](GRID * b)
+    f = fitted(noisy_curve(GRID, mi, 0.03 * mi + 0.002 * b, "bpe-8k", b, 32, 0.8, seed=1000 * 16 + 2))
+    gain, se, t = f.exponential_gain
+    assert preferred(f.fits) == "exponential" and 0 < gain < t * se  # the premise: a near tie
+    w = kernel_width(f)
+    assert f.model == "power" and w.kind == "scale-free" and w.W is None
+    assert "no better than a power law beyond its error" in w.reason
+    assert w.to_dict()["exponential_gain"] == (gain, se, t)  # the evidence, in summary.json
+    assert np.allclose(f.excess().mi, f.curve.mi - f.fits["power"].floor)  # the power law's floor comes off
+    ss = _verdict(POWER_WITH_FLOOR, "bpe-8k", rel_se=0.03, abs_se=0.002, seed=16, groups=32, correlation=0.8)
+    assert ss.verdict != "not self-similar", ss.reasons
+    expo = fitted(noisy_curve(GRID, np.exp(-(GRID * b - 1) / 60) + 0.01 * b,
+                              0.1 * np.exp(-(GRID * b - 1) / 60) + 0.002 * b, "bpe-8k", b, 32, 0.8, seed=2))
+    gain, se, t = expo.exponential_gain
+    assert gain > t * se and kernel_width(expo).kind == "characteristic"
+
+
+def test_a_gain_whose_error_cannot_be_measured_shows_no_length() -> None:
+    """An exponential kernel whose replicates, but one, lost their exponential fit: the gain has
+    no error to exceed, so no length is shown, and the evidence is None, not NaN, in summary.json."""
+    b = REALISTIC["bpe-8k"]
+    mi = np.exp(-(GRID * b - 1) / 60) + 0.01 * b
+    f = fitted(noisy_curve(GRID, mi, 0.01 * mi + 0.002 * b, "bpe-8k", b, 32, 0.8, seed=3))
+    assert f.model == "exponential"
+    thin = Fitted(f.curve, f.fits, tuple({"power": fs["power"]} for fs in f.replicate_fits[1:])
+                  + f.replicate_fits[:1], f.start)
+    assert thin.exponential_gain is None and thin.model == "power"
+    w = kernel_width(thin)
+    assert w.kind == "scale-free" and "too few replicates fit both models" in w.reason
+    assert json.loads(json.dumps(w.to_dict()))["exponential_gain"] is None
 
 
 @pytest.mark.parametrize("seed", range(4))

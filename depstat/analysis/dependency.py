@@ -8,20 +8,24 @@ I itself (not log I, so offsets whose estimate is near zero or below keep their 
 - exponential with a floor, I = A exp(-(r - 1) / xi) + c: a characteristic length xi.
 
 The floor takes up what reaches every offset alike (leftover estimator bias, or information
-shared by a whole document), so that it does not count as long dependencies. The model with
-the smaller weighted residual is preferred (both have three parameters, so this is AIC). The
+shared by a whole document), so that it does not count as long dependencies. The power law is
+preferred unless the exponential fits better beyond its error (``Fitted.exponential_gain``: its
+smaller weighted residual, the smaller AIC as both have three parameters, by more than a one-sided
+t at ``MODEL_CONFIDENCE`` times the gain's jackknife error), as a length of its own is a claim the
+data must make; a profile without replicates (an exact one) takes the smaller AIC. The
 fits start where a model fits within its errors, past first offsets that are outliers of the
 model fitted without them (``fit_start``): a tokenizer's first offsets can follow no smooth
 decay, and a floor fitted across them would take up that misfit.
 
 What the data say (``Width.kind``):
 
-- ``characteristic``: the exponential is preferred and its q90 width W = xi ln 10 (the offset
+- ``characteristic``: the exponential is preferred (beyond its error) and its q90 width W = xi ln 10 (the offset
   within which 90 % of the kernel above the floor lies) is well inside the measured range;
 - ``local``: W of at most ``LOCAL_TOKENS`` tokens: dependencies end within a few tokens (an
   exponential, or a power law so steep, alpha > 1, that its kernel's q90 is that short);
-- ``scale-free``: the power law is preferred, or the exponential's width reaches past half of
-  the largest offset: no length of its own up to ``r_max``;
+- ``scale-free``: the power law is preferred (or the exponential not beyond its error), or the
+  exponential's width reaches past half of the largest offset: no length of its own shown up to
+  ``r_max``;
 - ``none``: no offset has mutual information distinguishable from zero.
 
 Intervals come from the profile's whole-profile jackknife replicates: every fit is repeated on
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import polars as pl
@@ -46,6 +51,7 @@ REL_SE_FLOOR = 0.02  # relative error floor of a point's weight, so one tiny-se 
 MODELS = ("power", "exponential")
 FIT_STARTS = (1.0, 2.0, 4.0, 8.0)  # offsets (tokens) a decay fit may start from; see fit_start
 MIN_FIT_POINTS = 8  # offsets distinguishable from zero that a later start must keep
+MODEL_CONFIDENCE = 0.95  # one-sided: the exponential's gain over the power law must exceed t times its error
 
 
 @dataclass(frozen=True)
@@ -304,7 +310,8 @@ class Width:
     ``W`` (tokens, q90 of the fitted kernel above its floor) and its interval are set for the
     kinds ``characteristic`` and ``local``, and are None otherwise; ``alpha`` is the power-law
     exponent (the profile's decay rate whatever the kind), ``floor`` the fitted floor in bits,
-    ``r_max`` the largest well-populated offset."""
+    ``r_max`` the largest well-populated offset; ``exponential_gain`` the evidence for the model
+    (``Fitted.exponential_gain``: chi2 gain, its jackknife error, the t it must exceed)."""
 
     granularity: str
     kind: str
@@ -316,12 +323,13 @@ class Width:
     floor: float | None
     floor_ci: tuple[float, float] | None
     preferred_model: str | None
-    exponential_share: float | None  # replicates preferring the exponential
+    exponential_share: float | None  # replicates whose smaller AIC is the exponential's (alike, so no test)
     r_max: float
     bytes_per_token: float | None
     reason: str
     fits: dict[str, DecayFit]
     fit_start: float = 1.0  # the offset the fits start from (fit_start)
+    exponential_gain: tuple[float, float, float] | None = None
 
     @property
     def W_bytes(self) -> float | None:
@@ -343,9 +351,33 @@ class Fitted:
     replicate_fits: tuple[dict[str, DecayFit], ...]
     start: float = 1.0  # the offset the fits start from (fit_start)
 
-    @property
+    @cached_property
+    def exponential_gain(self) -> tuple[float, float, float] | None:
+        """(chi2 of the power law - chi2 of the exponential, its jackknife standard error, the
+        one-sided t it must exceed in those units), or None without both fits or without two
+        replicates that have both."""
+        if set(self.fits) != set(MODELS):
+            return None
+        gain = self.fits["power"].chi2 - self.fits["exponential"].chi2
+        values = np.array([fs["power"].chi2 - fs["exponential"].chi2 if set(fs) == set(MODELS) else np.nan
+                           for fs in self.replicate_fits])
+        ok = int(np.count_nonzero(np.isfinite(values) & (self.curve.weights > 0))) if values.size else 0
+        if ok < 2:
+            return None
+        se = replicate_interval(gain, values, self.curve.weights, MODEL_CONFIDENCE)[0]
+        return gain, se, float(stats.t.ppf(MODEL_CONFIDENCE, ok - 1))
+
+    @cached_property
     def model(self) -> str | None:
-        return preferred(self.fits)
+        """The preferred model: the exponential where it fits better than the power law beyond its
+        error (``exponential_gain``; with replicates that show no spread, by any gain), else the
+        power law; the smaller AIC for a profile without replicates or with one model fitted."""
+        if set(self.fits) != set(MODELS) or not self.replicate_fits:
+            return preferred(self.fits)
+        gain = self.exponential_gain
+        if gain is None:  # replicates, but too few with both models to measure the gain's error
+            return "power"
+        return "exponential" if gain[0] > gain[2] * gain[1] else "power"
 
     def excess(self) -> Curve:
         """The curve minus its fitted floor (the preferred model's), replicate by replicate. Its
@@ -408,7 +440,7 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
              if f.start > 1 else "")
     common = dict(alpha=alpha, alpha_ci=(a_lo, a_hi) if alpha is not None else None,
                   floor=fits[model].floor, floor_ci=(f_lo, f_hi),
-                  preferred_model=model, exponential_share=share, fits=fits)
+                  preferred_model=model, exponential_share=share, fits=fits, exponential_gain=f.exponential_gain)
     if model == "exponential":
         w = exponential_width(fits["exponential"].parameter)
         _, lo, hi = interval("W")
@@ -430,8 +462,18 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
             reason = (f"dependencies end within {math.ceil(hi)} tokens: I(r) falls as a steep power law (alpha = "
                       f"{alpha:.2f}) whose kernel holds 90 % of its mass within {w:.1f} tokens [{lo:.1f}, {hi:.1f}]")
             return Width(**base, kind="local", W=w, ci_low=lo, ci_high=hi, reason=reason + start, **common)
-        reason = (f"a power law fits better than an exponential (alpha = {alpha:.2f}): no length of its own "
-                  f"up to r = {c.r_max:.0f}")
+        if "exponential" not in fits:
+            reason = (f"only a power law could be fitted (alpha = {alpha:.2f}): no length of its own up to "
+                      f"r = {c.r_max:.0f}")
+        elif fits["exponential"].chi2 < fits["power"].chi2:
+            gain = f.exponential_gain
+            evidence = (f"chi2 lower by {gain[0]:.1f}, short of {gain[2]:.2f} x its jackknife error of {gain[1]:.1f}"
+                        if gain is not None else "too few replicates fit both models to measure its error")
+            reason = (f"an exponential fits no better than a power law beyond its error ({evidence}; alpha = "
+                      f"{alpha:.2f}): no length of its own shown up to r = {c.r_max:.0f}")
+        else:
+            reason = (f"a power law fits better than an exponential (alpha = {alpha:.2f}): no length of its own "
+                      f"up to r = {c.r_max:.0f}")
     return Width(**base, kind="scale-free", W=None, ci_low=None, ci_high=None, reason=reason + start, **common)
 
 
