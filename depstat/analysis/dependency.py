@@ -19,8 +19,9 @@ decay, and a floor fitted across them would take up that misfit.
 
 What the data say (``Width.kind``):
 
-- ``characteristic``: the exponential is preferred (beyond its error) and its q90 width W = xi ln 10 (the offset
-  within which 90 % of the kernel above the floor lies) is well inside the measured range;
+- ``characteristic``: the exponential is preferred (beyond its error) and its q90 width
+  W = xi ln 10 (the offset within which 90 % of the kernel above the floor lies) is well inside
+  the measured range;
 - ``local``: W of at most ``LOCAL_TOKENS`` tokens: dependencies end within a few tokens (an
   exponential, or a power law so steep, alpha > 1, that its kernel's q90 is that short);
 - ``scale-free``: the power law is preferred (or the exponential not beyond its error), or the

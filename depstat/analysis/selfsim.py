@@ -36,8 +36,8 @@ equivalence test against ``MARGIN`` at level 1 - confidence, each side on the ce
 inform it:
 
 - ``not self-similar`` when the model granularity's kernel has a length of its own
-  (``depstat.analysis.dependency``: an exponential decay well inside the profiled range), which a
-  dilation moves, or when some measured cell (slope known to ``CELL_SE_MAX``) deviates beyond
+  (``depstat.analysis.dependency``: an exponential decay, better than a power law beyond its
+  error, well inside the profiled range), which a dilation moves, or when some measured cell (slope known to ``CELL_SE_MAX``) deviates beyond
   the margin: max_k(|dev_k| - t_B se_k) > margin, t_B Bonferroni-corrected over the cells, or
   when some granularity's slope changes across scales by more than the margin (the dilation
   check below);

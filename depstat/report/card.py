@@ -271,8 +271,8 @@ def _widths(analysis: Analysis, n: dict) -> str:
     text = (
         "Each profile is fitted by a power law and by an exponential, each with a floor (weighted least squares "
         "on I over the well-populated offsets); the kernel is *characteristic* (or *local*, within a few tokens) "
-        "when the exponential fits better and its q90 width W lies well inside the profiled range, *scale-free* "
-        "otherwise. Intervals: the fits repeated on each jackknife replicate."
+        "when the exponential fits better, beyond its jackknife error, and its q90 width W lies well inside the "
+        "profiled range, *scale-free* otherwise. Intervals: the fits repeated on each jackknife replicate."
     )
     reasons = "\n".join(f"- {w.granularity}: {w.reason}" for w in analysis.widths.values())
     return text + "\n\n" + _table(head, rows) + "\n\n" + reasons

@@ -209,8 +209,9 @@ def _granularities(profile: Profile, a: Analysis) -> list[Block]:
                "power-law α [CI]", "floor (bits)"], rows),
         Para(
             "Each profile is fitted by a power law and by an exponential, each with a floor (weighted least "
-            "squares on I); the kernel is 'characteristic' or 'local' when the exponential fits better and its "
-            "q90 width W lies well inside the profiled range, 'scale-free' otherwise. Intervals come from the "
+            "squares on I); the kernel is 'characteristic' or 'local' when the exponential fits better, beyond "
+            "its jackknife error, and its q90 width W lies well inside the profiled range, 'scale-free' otherwise. "
+            "Intervals come from the "
             "fits repeated on each jackknife replicate."
         ),
         Items([f"{w.granularity}: {w.reason}" for w in a.widths.values()]),
