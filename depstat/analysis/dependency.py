@@ -312,7 +312,7 @@ class Width:
     kinds ``characteristic`` and ``local``, and are None otherwise; ``alpha`` is the power-law
     exponent (the profile's decay rate whatever the kind), ``floor`` the fitted floor in bits,
     ``r_max`` the largest well-populated offset; ``exponential_gain`` the evidence for the model
-    (``Fitted.exponential_gain``: chi2 gain, its jackknife error, the t it must exceed)."""
+    (``Fitted.exponential_gain``: chi2 gain, its jackknife error, its one-sided lower bound)."""
 
     granularity: str
     kind: str
@@ -354,19 +354,16 @@ class Fitted:
 
     @cached_property
     def exponential_gain(self) -> tuple[float, float, float] | None:
-        """(chi2 of the power law - chi2 of the exponential, its jackknife standard error, the
-        one-sided t it must exceed in those units), or None without both fits or without two
+        """(chi2 of the power law - chi2 of the exponential, its jackknife standard error, its
+        one-sided lower bound at MODEL_CONFIDENCE), or None without both fits or without two
         replicates that have both."""
         if set(self.fits) != set(MODELS):
             return None
         gain = self.fits["power"].chi2 - self.fits["exponential"].chi2
         values = np.array([fs["power"].chi2 - fs["exponential"].chi2 if set(fs) == set(MODELS) else np.nan
                            for fs in self.replicate_fits])
-        ok = int(np.count_nonzero(np.isfinite(values) & (self.curve.weights > 0))) if values.size else 0
-        if ok < 2:
-            return None
-        se = replicate_interval(gain, values, self.curve.weights, MODEL_CONFIDENCE)[0]
-        return gain, se, float(stats.t.ppf(MODEL_CONFIDENCE, ok - 1))
+        se, low, _ = replicate_interval(gain, values, self.curve.weights, 2 * MODEL_CONFIDENCE - 1)
+        return None if math.isnan(se) else (gain, se, low)
 
     @cached_property
     def model(self) -> str | None:
@@ -378,7 +375,7 @@ class Fitted:
         gain = self.exponential_gain
         if gain is None:  # replicates, but too few with both models to measure the gain's error
             return "power"
-        return "exponential" if gain[0] > gain[2] * gain[1] else "power"
+        return "exponential" if gain[2] > 0 else "power"
 
     def excess(self) -> Curve:
         """The curve minus its fitted floor (the preferred model's), replicate by replicate. Its
@@ -468,7 +465,7 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
                       f"r = {c.r_max:.0f}")
         elif fits["exponential"].chi2 < fits["power"].chi2:
             gain = f.exponential_gain
-            evidence = (f"chi2 lower by {gain[0]:.1f}, short of {gain[2]:.2f} x its jackknife error of {gain[1]:.1f}"
+            evidence = (f"chi2 lower by {gain[0]:.1f} ± {gain[1]:.1f}, its one-sided 95 % bound {gain[2]:.1f}"
                         if gain is not None else "too few replicates fit both models to measure its error")
             reason = (f"an exponential fits no better than a power law beyond its error ({evidence}; alpha = "
                       f"{alpha:.2f}): no length of its own shown up to r = {c.r_max:.0f}")
