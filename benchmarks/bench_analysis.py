@@ -179,13 +179,14 @@ class _ByAic(dependency.Fitted):
 
 
 def _calibration_counts(kind: str, rel: float, seeds: range, absolute: float = 0.002,
-                        rules: tuple[str, ...] = tuple(RULES)) -> tuple[dict[str, collections.Counter], list]:
+                        rules: tuple[str, ...] = tuple(RULES)) -> tuple[dict[str, collections.Counter], list, list]:
     """Verdict counts of one synthetic kind over ``seeds``, error rel * I + ``absolute`` bits a byte
     of token, under each of ``rules``: today's; today's with every measured cell precise
     (CELL_SE_PRECISE = CELL_SE_MAX); today's without the model's dilation check required; today's
-    with the exponential preferred by AIC alone (``_ByAic``). Also today's deciding dilation spreads."""
+    with the exponential preferred by AIC alone (``_ByAic``). Also today's deciding dilation spreads
+    and the smallest margins the seeds show self-similarity for (NaN where none would)."""
     counts = {rule: collections.Counter() for rule in rules}
-    spreads = []
+    spreads, withins = [], []
     offsets = log_offsets(2048)
     for seed in seeds:
         fits = {}
@@ -200,6 +201,7 @@ def _calibration_counts(kind: str, rel: float, seeds: range, absolute: float = 0
         if "before" in counts:
             counts["before"][_before_dilation_required(today)] += 1
         spreads.append(today.dilation.spread if today.dilation is not None else np.nan)
+        withins.append(np.nan if today.within is None else today.within)
         if "every cell" in counts:
             precise, selfsim.CELL_SE_PRECISE = selfsim.CELL_SE_PRECISE, selfsim.CELL_SE_MAX
             try:
@@ -211,7 +213,7 @@ def _calibration_counts(kind: str, rel: float, seeds: range, absolute: float = 0
             aic = {n: _ByAic(f.curve, f.fits, f.replicate_fits, f.start) for n, f in fits.items()}
             counts["aic"][selfsim.self_similarity({n: f.excess() for n, f in aic.items()}, "bpe-8k",
                                                   kernel_width(aic["bpe-8k"]), TARGET, TARGET / L).verdict] += 1
-    return counts, spreads
+    return counts, spreads, withins
 
 
 def _calibration_block(title: str, rows: list[tuple[str, float]], seeds: range, rules: tuple[str, ...],
@@ -219,14 +221,16 @@ def _calibration_block(title: str, rows: list[tuple[str, float]], seeds: range, 
     """One table of the calibration: per (kind, rel), self-similar / not / inconclusive under each rule."""
     print(f"\n   {title}: seeds {seeds.start}-{seeds.stop - 1}, error rel * I + {absolute:g} bits * bytes/token\n")
     print(f"{'kind':<14} {'rel':>5}  {'expected':<40} " + "  ".join(f"{RULES[r]:>24}" for r in rules)
-          + (f"  {'dilation spread':>16}" if spread else ""))
+          + (f"  {'dilation spread':>16}" if spread else "") + f"  {'within: median, measured':>25}")
     for kind, rel in rows:
-        counts, spreads = _calibration_counts(kind, rel, seeds, absolute, rules)
+        counts, spreads, withins = _calibration_counts(kind, rel, seeds, absolute, rules)
         cols = [" / ".join(str(counts[r][v]) for v in selfsim.VERDICTS) for r in rules]
         line = f"{kind:<14} {rel:>5.2f}  {CALIBRATION_KINDS[kind]:<40} " + "  ".join(f"{c:>24}" for c in cols)
         if spread:
             line += f"  {np.nanmedian(spreads):>16.2f}" if np.isfinite(spreads).any() else f"  {'-':>16}"
-        print(line)
+        measured = np.isfinite(withins)
+        median = f"{np.median(np.asarray(withins)[measured]):.2f}" if measured.any() else "-"
+        print(line + f"  {f'{median}, {measured.sum()} of {len(withins)}':>25}")
 
 
 def calibration(quick: bool) -> None:
@@ -246,7 +250,9 @@ def calibration(quick: bool) -> None:
     print("   granularity. 32 groups, errors correlated 0.8 between offsets. Columns: self-similar / not /")
     print("   inconclusive under today's rule; today's with every measured cell precise (CELL_SE_PRECISE =")
     print("   CELL_SE_MAX); today's without the model granularity's dilation check required (what stop 49 added);")
-    print("   today's with the exponential preferred by AIC alone, by however little (the rule before stop 50).")
+    print("   today's with the exponential preferred by AIC alone, by however little (the rule before stop 50);")
+    print("   within: the smallest margin a seed's data show self-similarity for (today's rule), its median over")
+    print("   the seeds where some margin would, and how many those are.")
     _calibration_block("the seeds the rules were chosen on", rows, chosen, tuple(RULES), spread=True)
     _calibration_block("where the rule before stop 49 was seen to fail (these seeds led to its dilation rule)", rows,
                        failed, ("today", "before", "aic"))
@@ -612,6 +618,17 @@ def _precise(ss: selfsim.SelfSimilarity) -> str:
             f"{ss.precise_range[0]:.0f}-{ss.precise_range[1]:.0f} bytes")
 
 
+def _within_text(ss: selfsim.SelfSimilarity, width: depstat.analysis.dependency.Width, short: bool = False) -> str:
+    """The smallest margin the data show self-similarity for, with the bounds that set it (``short``:
+    the number alone), or why there is none (``width``: the model granularity's kernel)."""
+    if ss.within is not None:
+        return f"{ss.within:.3f}" if short else next(r for r in ss.reasons if r.startswith("self-similar for any"))
+    if width.kind in ("local", "characteristic"):
+        return "- (a length of its own)" if short else "no margin: the model granularity has a length of its own"
+    return ("- (a bound not measured)" if short else "no margin: precise cells shared with the model granularity, "
+            "or its dilation check, missing")
+
+
 def _cell_list(ss: selfsim.SelfSimilarity) -> str:
     """Each slope cell: granularity, bytes, slope ± se (and the bias term's part of se); cells shown
     and not compared (tokens that do not give back their text) marked so."""
@@ -623,6 +640,7 @@ def verdicts(quick: bool) -> None:
     """Profile each corpus, analyse it, print W's kind, the verdict, the base and the extension."""
     print(f"\n== sources of known kind: granularities {', '.join(GRANULARITIES)}, max-offset {L}, "
           f"head dim {HEAD_DIM}, L_train {L}, target {TARGET}")
+    summary = []
     with tempfile.TemporaryDirectory() as d:
         for name, path, expected in corpora(Path(d), quick):
             t0 = time.perf_counter()
@@ -638,6 +656,9 @@ def verdicts(quick: bool) -> None:
             print(f"  verdict:  {ss.verdict}; slope disagreement D = {effect}; precise cells: {precise} "
                   f"(margin {ss.margin:g})")
             print(f"  reason:   {ss.reasons[0]}")
+            print(f"  within:   {_within_text(ss, a.widths[a.granularity])}")
+            summary.append((name.split(" (")[0][:48], ss.verdict, _within_text(ss, a.widths[a.granularity], True),
+                            rec.extension.method))
             print(f"  cells:    {_cell_list(ss)}")
             print(f"  without the bias bound in the cells' errors (the rule before): "
                   f"{_verdict_without(p, a, 'bias term')}")
@@ -655,6 +676,11 @@ def verdicts(quick: bool) -> None:
                   f"{rec.base_men:.4g}; 10,000 and L_train leave {rec.alternatives[0].bands_slower} and "
                   f"{rec.alternatives[1].bands_slower} bands slower than theta*); extension: {ext.method}"
                   + (f" beta_fast {ext.beta_fast:.3g}" if ext.beta_fast else ""))
+    print(f"\n== the smallest margin each source above shows self-similarity for (today's margin {selfsim.MARGIN:g}):"
+          "\n   every bound the verdict reads lies below it; '-' where no margin would do; and the extension advised")
+    width = max(len(n) for n, *_ in summary)
+    for name, verdict, within, method in summary:
+        print(f"   {name:<{width}}  {verdict:<17} {within:<25} {method}")
 
 
 CLUSTER_TOKENIZER = 4096  # the ids' tokenizer in the ClimbMix-shaped corpus (ClimbMix's is GPT-2's)
@@ -718,6 +744,7 @@ def clusters(quick: bool) -> None:
             print(f"\n{g.value}: {g.n_docs} documents, {mb:.1f} MB; model granularity {g.analysis.granularity}: {_w(w)}")
             print(f"  verdict:  {ss.verdict}; precise cells: {_precise(ss)}")
             print(f"  reason:   {ss.reasons[0]}")
+            print(f"  within:   {_within_text(ss, w)}")
             print(f"  cells:    {_cell_list(ss)}")
 
 

@@ -471,7 +471,9 @@ for corpus in profiles:
 # *not self-similar*, one above the precise cells' upper bound *self-similar* (unless the
 # model granularity's kernel has a length of its own). The cells do not depend on the margin
 # (they are chosen by the fixed `CELL_SE_MAX` and `CELL_SE_PRECISE`), so the verdict moves one
-# way as the margin grows:
+# way as the margin grows, and turns *self-similar* just past one number, `within`: the smallest
+# margin these data show self-similarity for (the largest of the bounds the verdict reads; none
+# where the model granularity has a length of its own or a bound is not measured):
 
 # %%
 rows = []
@@ -484,7 +486,7 @@ for m in (0.1, MARGIN, 0.5, 1.0, 3.0):
                      "low": ss.effect_bounds[0] if ss.effect_bounds else None,
                      "high": ss.effect_bounds[1] if ss.effect_bounds else None,
                      "precise high": ss.precise_bounds[1] if ss.precise_bounds else None,
-                     "cells": len(ss.cells), "shared scales": shared})
+                     "within": ss.within, "cells": len(ss.cells), "shared scales": shared})
 margin_table = pl.DataFrame(rows)
 margin_table
 
@@ -546,4 +548,7 @@ ORDER = {"not self-similar": 0, "inconclusive": 1, "self-similar": 2}
 by_corpus = margin_table.sort("margin").group_by("corpus", maintain_order=True).agg("cells", "verdict")
 assert all(len(set(c)) == 1 for c in by_corpus["cells"]), by_corpus
 assert all([ORDER[v] for v in vs] == sorted(ORDER[v] for v in vs) for vs in by_corpus["verdict"]), by_corpus
+for row in margin_table.iter_rows(named=True):  # self-similar exactly past `within`, which the margin does not move
+    assert (row["verdict"] == "self-similar") == (row["within"] is not None and row["margin"] > row["within"]), row
+    assert row["within"] == results[row["corpus"]].within
 workdir.cleanup()

@@ -216,7 +216,7 @@ def test_few_character_markov_text_is_local_in_any_document_order(tmp_path: Path
 
 def _verdict(shapes: dict[str, tuple[float, callable]], model: str, rel_se: float = 0.01, abs_se: float = 1e-5,
              seed: int = 0, groups: int = 20, correlation: float = 0.0, biased: dict | None = None,
-             lossy: tuple[str, ...] = ()):
+             lossy: tuple[str, ...] = (), margin: float = MARGIN):
     """The verdict on granularities g with I_g(r) = f(r * bytes_per_token_g), measured with error
     rel_se * I + abs_se * bytes_per_token (noisy_curve's replicates). ``biased[g] = (h, share)``:
     g's estimates carry a systematic error, I_g(r) h(x) instead of I_g(r), which the replicates do
@@ -234,7 +234,7 @@ def _verdict(shapes: dict[str, tuple[float, callable]], model: str, rel_se: floa
         curves[name] = replace(curves[name], round_trips=name not in lossy)
     fits = {n: fitted(c) for n, c in curves.items()}
     widths = {n: kernel_width(f) for n, f in fits.items()}
-    return self_similarity({n: f.excess() for n, f in fits.items()}, model, widths[model], 8192, 4.0)
+    return self_similarity({n: f.excess() for n, f in fits.items()}, model, widths[model], 8192, 4.0, margin)
 
 
 LADDER = {"bytes": 1.0, "bpe-1k": 3.0, "bpe-8k": 4.5}
@@ -308,16 +308,18 @@ def test_one_precise_cell_at_the_model_granularity_does_not_show_self_similarity
     assert ss.verdict == "inconclusive" and NOT_MEASURED in ss.reasons[0], ss.reasons
 
 
+def _broken(b: float) -> callable:
+    """The calibration's broken power law: slope 0.4 below 72 bytes, 1.0 above, a floor, alike at every granularity."""
+    a = 0.6 * b**0.6
+    return lambda x: np.where(x < 72, a * x**-0.4, a * 72**-0.4 * (x / 72) ** -1.0) * b**-0.2 + 0.01 * b
+
+
 def test_a_broken_power_law_agreeing_within_one_cell_is_not_called_self_similar() -> None:
     """Slope 0.4 below 72 bytes and 1.0 above, alike at every granularity (a dilation changes it),
     3 % error: at this seed the granularities agree within the one cell below the break where
     bpe-8k is precise. Before the model's dilation check was required that was `self-similar`
     (2 of 28 calibration seeds held out from every rule, benchmarks/output/analysis.txt)."""
-    def broken(b: float) -> callable:
-        a = 0.6 * b**0.6
-        return lambda x: np.where(x < 72, a * x**-0.4, a * 72**-0.4 * (x / 72) ** -1.0) * b**-0.2 + 0.01 * b
-
-    shapes = {n: (b, broken(b)) for n, b in REALISTIC.items()}
+    shapes = {n: (b, _broken(b)) for n, b in REALISTIC.items()}
     ss = _verdict(shapes, "bpe-8k", rel_se=0.03, abs_se=0.002, seed=11, groups=32, correlation=0.8)
     assert ss.precise_bounds[1] < MARGIN and ss.dilation is None
     assert ss.verdict == "inconclusive" and NOT_MEASURED in ss.reasons[0], ss.reasons
@@ -481,6 +483,32 @@ def test_a_break_seen_at_one_granularity_only_is_not_self_similar() -> None:
     assert ss.dilation.granularity == "bytes" and ss.dilation.bounds[0] > MARGIN
     assert ss.verdict == "not self-similar"
     assert any(r.startswith("dilation: bytes's local slope varies") for r in ss.reasons), ss.reasons
+
+
+@pytest.mark.parametrize("kind,seed", [("power law", 0), ("power law", 1), ("broken", 2), ("exponential", 0),
+                                       ("one precise cell", 0)])
+def test_the_margin_shown_is_where_the_verdict_turns_self_similar(kind: str, seed: int) -> None:
+    """``within`` is the smallest margin these data show self-similarity for: just above it the
+    verdict is self-similar, just below it is not. The seeds make each bound set it in turn:
+    precise D's upper bound, the model's dilation spread's upper bound, another granularity's
+    dilation lower bound. A kernel with a length of its own is self-similar at no margin; a model
+    granularity with one precise cell has no dilation check, so no margin is shown."""
+    shapes = {"power law": POWER_WITH_FLOOR, "one precise cell": POWER_WITH_FLOOR,
+              "broken": {n: (b, _broken(b)) for n, b in REALISTIC.items()},
+              "exponential": {n: (b, lambda x, b=b: 0.5 * b * np.exp(-x / 60) + 0.01 * b)
+                              for n, b in REALISTIC.items()}}
+    noise = dict(rel_se=0.01, abs_se=0.0015 if kind == "one precise cell" else 0.0005, groups=32, correlation=0.8,
+                 seed=seed)
+    ss = _verdict(shapes[kind], "bpe-8k", **noise)
+    if kind in ("exponential", "one precise cell"):
+        why = "has a length of its own" if kind == "exponential" else NOT_MEASURED
+        assert ss.within is None and why in ss.reasons[0], ss.reasons
+        assert _verdict(shapes[kind], "bpe-8k", margin=5.0, **noise).verdict != "self-similar"
+        return
+    assert (ss.verdict == "self-similar") == (ss.within < MARGIN), (ss.verdict, ss.within)
+    assert f"self-similar for any margin above {ss.within:.3f} and for none below" in ss.reasons[1]
+    assert _verdict(shapes[kind], "bpe-8k", margin=ss.within * 1.001, **noise).verdict == "self-similar"
+    assert _verdict(shapes[kind], "bpe-8k", margin=ss.within * 0.999, **noise).verdict != "self-similar"
 
 
 # ---------------------------------------------------------------- end to end on generated corpora

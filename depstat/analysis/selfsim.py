@@ -48,6 +48,12 @@ inform it:
   over the byte range those cells span, which the reasons give;
 - ``inconclusive`` otherwise, with the reason.
 
+The verdict reads fixed bounds against the margin, so it also gives the smallest margin these
+data show self-similarity for (``within``): the largest of precise D's upper bound, the model's
+dilation spread's upper bound and the lower bounds that would make it ``not``; none where the
+model granularity has a length of its own or a bound is not measured. Just above it the verdict
+is self-similar, and at the margin asked for it reads ``within < margin``.
+
 A cell whose slope is known to ± se can show equivalence only if t se < margin; near the margin
 it never can, and a maximum over cells takes its noise. ``CELL_SE_PRECISE`` (z se at most half
 the default margin, z at 95 %) keeps the cells that can: a power law with a floor at every
@@ -158,6 +164,7 @@ class SelfSimilarity:
     precise_range: tuple[float, float] | None = None  # bytes those cells span
     dilation: Dilation | None = None  # the deciding check: the surest beyond the margin, else the model's
     dilations: tuple[Dilation, ...] = ()  # every compared granularity's with two precise cells, the model's first
+    within: float | None = None  # the smallest margin these data show self-similarity for; None: none or not measured
     duplicates: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -414,10 +421,34 @@ def self_similarity(
         verdict, why = "inconclusive", (f"{text}; {sharp_text}: not shown within the margin {margin:g}; "
                                         "profile more tokens to decide")
     reasons.insert(1 if own_length else 0, why)
+    model_dil = next((x for x in dils if x.granularity == model), None)
+    within = None
+    if not own_length and sharp is not None and with_model and model_dil is not None:
+        within, limit = _within(sharp[2], lo, model_dil, dils)
+        if within is not None:
+            reasons.insert(1, f"self-similar for any margin above {within:.3f} and for none below (the verdict's "
+                              f"bounds: {limit}; the margin here is {margin:g})")
     return SelfSimilarity(verdict, tuple(reasons), d, (float(lo), float(hi)), alpha=alpha, bytes_range=span,
                           cells=cells + tuple(shown), precise_effect=sharp[0] if sharp else None,
                           precise_bounds=(sharp[1], sharp[2]) if sharp else None, precise_range=sharp_span,
-                          **common)
+                          within=within, **common)
+
+
+def _within(sharp_high: float, low: float, model_dil: Dilation,
+            dils: tuple[Dilation, ...]) -> tuple[float | None, str]:
+    """The smallest margin at which the verdict turns self-similar, and the bounds that set it:
+    precise D's upper bound and the model's dilation spread's upper bound must lie below the
+    margin, D's and every dilation spread's lower bound not above it. None where a bound is not
+    finite (a spread whose error could not be measured)."""
+    below = [("precise D's upper bound", sharp_high),
+             (f"{model_dil.granularity}'s dilation spread's upper bound", model_dil.bounds[1])]
+    not_above = [("D's lower bound", low)] + [(f"{x.granularity}'s dilation spread's lower bound", x.bounds[0])
+                                              for x in dils]
+    label, top = max(below + not_above, key=lambda bound: bound[1])
+    if not math.isfinite(top):
+        return None, ""
+    shown = below + ([(label, top)] if (label, top) not in below else [])
+    return float(top), ", ".join(f"{k} {v:.3f}" for k, v in shown)
 
 
 def _disagreement(found: list[tuple], cell_se: np.ndarray, weights: np.ndarray,
