@@ -89,6 +89,8 @@ PYTHON_DOC_SOURCES = Path("/usr/share/doc/python3.11/html/_sources")
 PERL_POD = Path("/usr/share/perl/5.36/pod")
 DEBIAN_REFERENCE = Path("/usr/share/debian-reference")
 GCIDE_BYTES = 20_000_000
+DEBIAN_TEXTS = ("bible-kjv", "fortunes", "fortunes-min", "debian-handbook", "linux-doc-6.1", "python3.11-doc",
+                "perl-doc", "debian-reference-en", "dict-gcide", "dict-devil")  # where the natural text comes from
 GRANULARITIES = ["bytes", "bpe-1k", "bpe-8k", "words"]
 HEAD_DIM, L, TARGET = 128, 2048, 8192
 
@@ -773,10 +775,22 @@ def cluster_sizes(quick: bool) -> None:
                   f"{starts:<40} {before:<22} {a['arithmetic'].self_similarity.verdict}")
 
 
+def _debian_versions() -> str:
+    """The installed version of each of DEBIAN_TEXTS (their content, and so the page's numbers, change with it)."""
+    try:
+        out = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${Version} ${db:Status-Abbrev}\\n", *DEBIAN_TEXTS],
+                             capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return "dpkg-query not found"
+    found = [line.split()[:2] for line in out.splitlines() if line.split()[2:3] == ["ii"]]
+    return ", ".join(f"{name} {version}" for name, version in found) or "none installed"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer block sizes and smaller corpora")
     args = parser.parse_args()
+    print(f"Debian packages of the natural text: {_debian_versions()}")
     widths(args.quick)
     calibration(args.quick)
     fit_starts(args.quick)
