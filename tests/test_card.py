@@ -60,6 +60,7 @@ def test_card_numbers_round_trip_and_agree_with_the_analysis(analysed: Analysed,
     assert numbers == card_data(*analysed)
     a = analysed.analysis
     assert numbers["verdict"] == a.self_similarity.verdict
+    assert numbers["self_similar_within"] == a.self_similarity.within
     assert numbers["rope_theta"] == pytest.approx(a.recommendation.rope_theta, rel=1e-5)
     assert numbers["settings"]["train_length"] == 256 and numbers["software"] == software()
     for name, g in numbers["granularities"].items():

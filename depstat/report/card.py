@@ -71,6 +71,7 @@ def card_data(profile: Profile, analysis: Analysis) -> dict:
         "verdict": ss.verdict,
         "slope_disagreement": ss.effect,
         "slope_disagreement_bounds": ss.effect_bounds,
+        "self_similar_within": ss.within,
         "rope_theta": rec.rope_theta,
         "rope_theta_bound": rec.bound,
         "base_from_data": rec.base_from_data,
