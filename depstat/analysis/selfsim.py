@@ -347,7 +347,8 @@ def self_similarity(
                        f"{'were' if noisy > 1 else 'was'} left out")
     # the deciding check: the one surest to lie beyond the margin, else the model granularity's
     dil_beyond = any(d.bounds[0] > margin for d in dils)
-    dil = max(dils, key=lambda d: d.bounds[0]) if dil_beyond else next((d for d in dils if d.granularity == model), None)
+    model_dil = next((d for d in dils if d.granularity == model), None)
+    dil = max(dils, key=lambda d: d.bounds[0]) if dil_beyond else model_dil
 
     def spread_text(d: Dilation) -> str:
         return (f"{d.granularity}'s local slope varies by {d.spread:.2f} [{max(d.bounds[0], 0):.2f}, "
@@ -421,7 +422,6 @@ def self_similarity(
         verdict, why = "inconclusive", (f"{text}; {sharp_text}: not shown within the margin {margin:g}; "
                                         "profile more tokens to decide")
     reasons.insert(1 if own_length else 0, why)
-    model_dil = next((x for x in dils if x.granularity == model), None)
     within = None
     if not own_length and sharp is not None and with_model and model_dil is not None:
         within, limit = _within(sharp[2], lo, model_dil, dils)

@@ -211,8 +211,7 @@ def _granularities(profile: Profile, a: Analysis) -> list[Block]:
             "Each profile is fitted by a power law and by an exponential, each with a floor (weighted least "
             "squares on I); the kernel is 'characteristic' or 'local' when the exponential fits better, beyond "
             "its jackknife error, and its q90 width W lies well inside the profiled range, 'scale-free' otherwise. "
-            "Intervals come from the "
-            "fits repeated on each jackknife replicate."
+            "Intervals come from the fits repeated on each jackknife replicate."
         ),
         Items([f"{w.granularity}: {w.reason}" for w in a.widths.values()]),
         Fig("mi_profile"),
