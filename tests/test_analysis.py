@@ -42,6 +42,7 @@ from depstat.analysis.selfsim import (
     CELL_SE_MAX,
     CELL_SE_PRECISE,
     MARGIN,
+    MIN_TOKENS,
     NOT_MEASURED,
     _cells,
     dilation_test,
@@ -548,6 +549,20 @@ def test_a_power_law_by_construction_is_scale_free_without_a_floor_and_self_simi
     assert all(a.widths[g].floor_ci[0] <= 1e-4 for g in ("bytes", "bpe-1k")), a.widths
     assert a.self_similarity.verdict == "self-similar", a.self_similarity.reasons
     assert a.self_similarity.dilation.granularity == "bpe-1k"
+
+
+def test_no_cell_holds_a_granularitys_first_offsets(corpora: dict) -> None:
+    """With bytes as the granularity the advice is for, the test starts 4 bytes out, where bpe-1k's
+    first cell would hold only its offsets 1-3: sub-token structure, whose slope on tree text is
+    about 1.2 where every scale has one slope of about 0.5, and which made this power law by
+    construction `not self-similar`. No granularity's offsets below MIN_TOKENS are in a cell."""
+    p = corpora["tree"]
+    ss = analyze(p, Settings(head_dim=64, train_length=1024, target_length=4096, granularity="bytes")).self_similarity
+    assert ss.cells[0].granularity == "bytes" and ss.cells[0].x_low == pytest.approx(MIN_TOKENS)
+    for c in ss.cells:
+        assert c.x_high > MIN_TOKENS * p.granularities[c.granularity]["bytes_per_token"], c
+    assert {c.granularity for c in ss.cells if c.compared} == {"bytes", "bpe-1k"}
+    assert ss.verdict == "self-similar", ss.reasons
 
 
 def test_analyze_compares_only_the_granularities_recorded_as_giving_back_their_text(corpora: dict) -> None:

@@ -104,7 +104,8 @@ from depstat.errors import DepstatError
 
 MARGIN = 0.25  # slope units: how far granularities may disagree at one scale and still count as one shape
 CELL = 4.0  # each slope cell spans offsets x .. CELL x (two octaves)
-MIN_TOKENS = 4  # the test starts this many model tokens out (sub-token structure comes first)
+MIN_TOKENS = 4  # the test starts this many model tokens out, and no granularity's offset below it is in a
+# cell (sub-token structure comes first: a coarser granularity's first cell would hold its offsets 1-3)
 CELL_SE_MAX = 0.25  # a cell whose slope is known to worse than this (the default margin) is left out
 NOT_MEASURED = "how its slope changes under a dilation is not measured"  # the reason without the model's check
 Z_95 = float(stats.norm.ppf(0.95))
@@ -172,10 +173,11 @@ class SelfSimilarity:
 
 
 def _cell_slopes(c: Curve, x: np.ndarray, edges: np.ndarray, values: np.ndarray) -> list[tuple[int, float, int]]:
-    """(cell index, OLS slope of -log I on log x, points) for cells with >= 2 points, all positive."""
+    """(cell index, OLS slope of -log I on log x, points) for cells with >= 2 points, all positive;
+    a curve's offsets below MIN_TOKENS are in no cell (sub-token structure, at every granularity)."""
     out = []
     for k in range(len(edges) - 1):
-        inside = (x >= edges[k]) & (x < edges[k + 1])
+        inside = (x >= edges[k]) & (x < edges[k + 1]) & (c.offsets >= MIN_TOKENS)
         if inside.sum() < 2 or np.any(values[inside] <= 0):
             continue
         slope = np.polyfit(np.log(x[inside]), np.log(values[inside]), 1)[0]
