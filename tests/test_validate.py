@@ -320,7 +320,8 @@ def test_quick_results_make_sense(quick):
     assert bs["per_base"]["recommended"]["base"] == pytest.approx(bs["advice"]["rope_theta"])
     assert bs["paired_differences"]["recommended"]["per_seed"] == [0.0, 0.0]
     pi = quick["pi"][1]
-    assert [e["data"] for e in pi["scorecard"]] == ["window, dilated", "window, fixed", "natural text", "arithmetic"]
+    assert [e["data"] for e in pi["scorecard"]] == ["window, dilated", "window, fixed", "natural text", "tree text",
+                                                  "arithmetic"]
     for e in pi["scorecard"]:
         assert e["predicted_method"] in ("pi", "yarn")
         assert e["correct"] == ((e["predicted_method"] == e["best_method"]) if e["clear"] else None)

@@ -1,6 +1,6 @@
 """Experiment 3, pi: does depstat's analysis of the data predict whether PI or YaRN extends the context?
 
-Four kinds of data, each trained at L_train with RoPE base 10,000 and evaluated at 4 L_train
+Five kinds of data, each trained at L_train with RoPE base 10,000 and evaluated at 4 L_train
 with no scaling, PI and YaRN, zero-shot and after fine-tuning at 4 L_train with that scaling
 for each budget of a sweep (checkpoints of one constant-rate run); YaRN with the betas depstat
 advises for that data (``depstat.analysis.recommend.yarn_betas``) and, for comparison, with the YaRN
@@ -14,6 +14,9 @@ L_train < 64 pi):
   squeezes the window the model learned into a quarter of the positions).
 - ``natural text`` (the bundled Python docs) and ``arithmetic``
   (``depstat.io.synth.arithmetic_problems``), bytes, whose dependencies reach past L_train = 128.
+- ``tree text`` (``depstat.io.synth.tree_text``), bytes: a power law at every scale by
+  construction, so self-similar, and stationary like any corpus: its dependencies at 4L are the
+  ones at L, not a dilation of them. What PI costs where self-similarity is known to hold.
 
 The predicted method comes from depstat before any model is evaluated
 (``depstat.analysis.result.compare_lengths``): the data seen in training and the data at the target
@@ -37,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from depstat.io.synth import arithmetic_jsonl, arithmetic_problems
+from depstat.io.synth import arithmetic_jsonl, arithmetic_problems, tree_text, write_jsonl
 from depstat.validate.common import (
     HEAD_DIM,
     MODEL,
@@ -63,12 +66,12 @@ from depstat.validate.train import TrainConfig, evaluate, set_threads
 
 SETTINGS = {
     "quick": {"text_docs": 20, "arithmetic_docs": 24, "steps": 40, "batch_size": 8, "eval_windows": 8,
-              "budgets": [0, 5, 20], "window_steps": 200, "window_budgets": [0, 10, 40], "window_val": 64,
+              "tree_docs": 16, "budgets": [0, 5, 20], "window_steps": 200, "window_budgets": [0, 10, 40], "window_val": 64,
               "seeds": 2},
-    "full": {"text_docs": None, "arithmetic_docs": 200, "steps": 600, "batch_size": 16, "eval_windows": 32,
+    "full": {"text_docs": None, "arithmetic_docs": 200, "tree_docs": 120, "steps": 600, "batch_size": 16, "eval_windows": 32,
              "budgets": [0, 50, 200], "window_steps": 1500, "window_budgets": [0, 25, 100, 400],
              "window_val": 256, "seeds": 3},
-    "paper": {"text_docs": None, "arithmetic_docs": 800, "steps": 3000, "batch_size": 32, "eval_windows": 64,
+    "paper": {"text_docs": None, "arithmetic_docs": 800, "tree_docs": 480, "steps": 3000, "batch_size": 32, "eval_windows": 64,
               "budgets": [0, 50, 200, 800], "window_steps": 3000, "window_budgets": [0, 50, 200, 800],
               "window_val": 1024, "seeds": 5},
 }
@@ -80,12 +83,15 @@ LENGTH = 128  # text and arithmetic, bytes
 WINDOW = {"block": 16, "length": 64, "vocab": WINDOW_VOCAB, "signal": WINDOW_SIGNAL, "batch_size": 32,
           "ft_batch_size": 16, "model": WINDOW_MODEL}
 WINDOW_TARGETS = {"window, dilated": FACTOR * WINDOW["block"], "window, fixed": WINDOW["block"]}
-TEXT_KINDS = ("natural text", "arithmetic")
+TEXT_KINDS = ("natural text", "tree text", "arithmetic")
+TREE_SEED = 7
 KINDS = (*WINDOW_TARGETS, *TEXT_KINDS)
 PREDICTION = {
     "window, dilated": "PI better than YaRN (the dependency dilates with the context)",
     "window, fixed": "YaRN better than PI (the dependency stays at B; PI squeezes it into B/4 positions)",
     "natural text": "depstat's choice better (paper A: PI for self-similar text)",
+    "tree text": "YaRN no worse than PI, PI's cost small: nothing dilates in stationary text, PI only moves the first "
+                 "offsets (neighbours share their symbol) to rotations never seen, which YaRN's fast bands keep",
     "arithmetic": "depstat's choice better (paper A: PI keeps perplexity but loses the exact tokens)",
 }
 _COPY = re.compile(r"= ([a-z]+) [-+*] |What is ([a-z]+)\?")
@@ -235,9 +241,11 @@ def run(opts: Options) -> dict:
     store = RunStore(opts.out)
     data = opts.out / "data"
     data.mkdir(parents=True, exist_ok=True)
+    tree = tree_text(s["tree_docs"], seed=TREE_SEED)
     texts = {"natural text": split_docs(read_texts(opts.corpus, s["text_docs"])),
+             "tree text": split_docs(tree),
              "arithmetic": split_docs(arithmetic_problems(s["arithmetic_docs"], seed=1))}
-    paths = {"natural text": opts.corpus,
+    paths = {"natural text": opts.corpus, "tree text": write_jsonl(data / "tree.jsonl", tree),
              "arithmetic": arithmetic_jsonl(data / "arithmetic.jsonl", s["arithmetic_docs"], seed=1)}
     train_corpus = window_corpus(data / "window-train.jsonl", WINDOW["block"], 1)
     predictions = {kind: predict(kind, train_corpus, WINDOW["length"], None, None,
@@ -264,7 +272,8 @@ def run(opts: Options) -> dict:
             yarn = {kind: predictions[kind]["yarn"]}
             spec = {"experiment": "pi/text", "kind": kind, "seed": seed, "length": LENGTH, "factor": FACTOR, "yarn": yarn,
                     "base": BASE, "model": MODEL, **{k: s[k] for k in ("text_docs", "arithmetic_docs", "steps",
-                                                                      "batch_size", "eval_windows", "budgets")}}
+                                                                      "batch_size", "eval_windows", "budgets")},
+                    **({"tree_docs": s["tree_docs"], "tree_seed": TREE_SEED} if kind == "tree text" else {})}
             r = store.get(f"{kind.replace(' ', '-')}-seed{seed}", spec,
                           lambda: text_run(kind, seed, s, *texts[kind], opts, yarn))
             runs.append({"kind": kind, "seed": seed, "tokens_per_second": r["train"]["tokens_per_second"]})
