@@ -250,7 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="train small models to check depstat's advice (needs torch)", description=(
         "Train small RoPE transformers to test depstat's advice: frequency-law (theta_eff = c/W on a window task), "
         "base-sweep (the recommended base against others on a task where the base matters), pi (PI vs YaRN, "
-        "predicted by depstat, on a dilated/fixed pair, text and arithmetic), lerope (learnable frequencies on BPE "
+        "predicted by depstat, on a dilated/fixed pair, text, tree text and arithmetic), lerope (learnable frequencies on BPE "
         "tokens, the frozen-frequency ablation, YaRN at 4L). Writes DIR/result.json, figures and DIR/runs/*.json; "
         "a rerun skips finished runs."))
     val.add_argument("experiment", choices=list(EXPERIMENTS), help="which experiment")
