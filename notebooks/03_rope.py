@@ -275,8 +275,9 @@ sensitivity
 # ## 5. Extending the context: PI or YaRN
 #
 # Going from L_train = 1024 to 4096 is a factor s = 4. PI divides every frequency by s,
-# which keeps the *shape* of the dependencies only if they dilate with the context —
-# self-similar data. Otherwise PI blurs the fast bands the data need locally, and depstat
+# which keeps the balance of near and far dependencies only where the profile keeps its
+# shape under a dilation — self-similar data — and still gives up the resolution of the
+# first s offsets. Otherwise PI blurs the fast bands the data need locally, and depstat
 # advises YaRN: bands with more than β_fast turns within L_train are kept, bands with fewer
 # than β_slow turns are interpolated like PI, with a ramp between (or train at the longer
 # length). The verdicts of section 3 give:

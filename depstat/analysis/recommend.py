@@ -17,8 +17,9 @@ smallest admissible one:
   the target length is listed beside it, for training at the target directly.
 
 Context extension from L_train to L_target (factor s): position interpolation (PI) divides
-every frequency by s, which keeps the shape of dependencies that dilate with the context
-(self-similar data). Otherwise YaRN keeps the fast bands (more than beta_fast turns within
+every frequency by s, which keeps the balance of near and far dependencies where the profile
+keeps its shape under a dilation (self-similar data), at the cost of the resolution of the
+first s offsets. Otherwise YaRN keeps the fast bands (more than beta_fast turns within
 L_train) unscaled and interpolates the slow ones (fewer than beta_slow turns); beta_fast is
 YaRN's 32 at most, half the fastest band's turns for short contexts, and below theta*'s turns
 when the data have a length of their own, so that theta*'s band keeps its resolution.
@@ -272,8 +273,10 @@ def _extension(width: Width, verdict: str, base: float, head_dim: int, train: in
     s = target / train
     if verdict == "self-similar":
         return Extension("pi", s, None, None, None, None, None, (
-            f"the data are self-similar: dependencies dilate with the context, so position interpolation by "
-            f"s = {s:g} keeps their shape (PI, rope_type 'linear')"))
+            f"the data are self-similar: their profile keeps its shape under a dilation, so position interpolation "
+            f"by s = {s:g} keeps the balance of near and far dependencies (PI, rope_type 'linear'); it gives up the "
+            f"resolution of the first {s:g} offsets, which YaRN keeps (docs/validation.md: on text self-similar by "
+            f"construction, PI came close to YaRN, not above it)"))
     fast, slow = yarn_betas(width, train, theta_star)
     turns = train * frequencies(base, head_dim) / (2 * np.pi)
     kept, interpolated = int((turns > fast).sum()), int((turns < slow).sum())
