@@ -37,7 +37,7 @@ from depstat.analysis.recommend import (
     recommend,
     yarn_betas,
 )
-from depstat.analysis.result import Settings, analyze, model_granularity
+from depstat.analysis.result import Settings, analyze, granularity_curve, model_granularity
 from depstat.analysis.selfsim import (
     CELL_SE_MAX,
     CELL_SE_PRECISE,
@@ -559,8 +559,10 @@ def test_no_cell_holds_a_granularitys_first_offsets(corpora: dict) -> None:
     p = corpora["tree"]
     ss = analyze(p, Settings(head_dim=64, train_length=1024, target_length=4096, granularity="bytes")).self_similarity
     assert ss.cells[0].granularity == "bytes" and ss.cells[0].x_low == pytest.approx(MIN_TOKENS)
-    for c in ss.cells:
-        assert c.x_high > MIN_TOKENS * p.granularities[c.granularity]["bytes_per_token"], c
+    for c in ss.cells:  # a cell's points are among its granularity's offsets from MIN_TOKENS on
+        g = granularity_curve(p, c.granularity)
+        x = g.offsets * g.bytes_per_token
+        assert c.n_points <= np.count_nonzero((x >= c.x_low) & (x < c.x_high * 1.000001) & (g.offsets >= MIN_TOKENS)), c
     assert {c.granularity for c in ss.cells if c.compared} == {"bytes", "bpe-1k"}
     assert ss.verdict == "self-similar", ss.reasons
 
