@@ -169,8 +169,8 @@ def analysis_options() -> argparse.ArgumentParser:
     a.add_argument("--c", type=float, default=PAPER_C, help="constant of theta* = c / W (default: pi)")
     a.add_argument("--margin", type=float, default=DEFAULT_MARGIN, help=f"slowest band at theta*/margin (default: {DEFAULT_MARGIN:g})")
     a.add_argument("--similarity-margin", type=float, default=SIMILARITY_MARGIN,
-                   help=f"largest disagreement of local slopes across granularities still called self-similar (default: "
-                        f"{SIMILARITY_MARGIN:g}); the reasons give the smallest margin the data would pass")
+                   help=f"largest change of the tail's exponent, its first cell against beyond, still called "
+                        f"self-similar (default: {SIMILARITY_MARGIN:g})")
     return p
 
 

@@ -60,12 +60,14 @@ def test_card_numbers_round_trip_and_agree_with_the_analysis(analysed: Analysed,
     assert numbers == card_data(*analysed)
     a = analysed.analysis
     assert numbers["verdict"] == a.self_similarity.verdict
-    assert numbers["self_similar_within"] == a.self_similarity.within
+    onset = a.self_similarity.onset_tokens
+    assert numbers["onset_tokens"] == (pytest.approx(onset, rel=1e-5) if onset is not None else None)
     assert numbers["rope_theta"] == pytest.approx(a.recommendation.rope_theta, rel=1e-5)
     assert numbers["settings"]["train_length"] == 256 and numbers["software"] == software()
     for name, g in numbers["granularities"].items():
         assert g["n_tokens"] == analysed.profile.granularities[name]["n_tokens"]
         assert g["kind"] == a.widths[name].kind
+        assert g["chi2_dof"] == pytest.approx(a.widths[name].chi2_dof, rel=1e-5)
         if g["W"] is not None:
             assert g["W"] == pytest.approx(a.widths[name].W, rel=1e-5)
             lo, hi = g["W_interval"]
@@ -79,7 +81,9 @@ def test_human_tables_show_the_machine_readable_numbers(card: Path) -> None:
         assert f"| {g['kind']} | {_ival(g['W'], g['W_interval'])} |" in text, name
         assert f"| {_fmt(g['n_tokens'])} |" in text, name
     assert f"rope_theta = **{_fmt(numbers['rope_theta'])}**" in text
-    assert f"Verdict: **{numbers['verdict']}**." in text
+    assert f"Verdict: **{numbers['verdict']}**" in text
+    if numbers["verdict"] == "self-similar":
+        assert f"**self-similar** from r = {_fmt(numbers['onset_tokens'])} tokens" in text
 
 
 def test_card_numbers_needs_exactly_one_block() -> None:

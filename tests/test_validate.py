@@ -324,7 +324,9 @@ def test_quick_results_make_sense(quick):
                                                   "arithmetic"]
     for e in pi["scorecard"]:
         assert e["predicted_method"] in ("pi", "yarn")
-        assert e["correct"] == ((e["predicted_method"] == e["best_method"]) if e["clear"] else None)
+        gap = e["depstat_minus_best"]
+        assert gap[1] <= gap[0] <= gap[2] and gap[0] <= 1e-12  # nothing beats the best
+        assert e["correct"] == (gap[2] >= 0) and (e["predicted_method"] != e["best_method"] or gap == [0, 0, 0])
     dilation = {e["data"]: e["dilation"] for e in pi["scorecard"]}
     assert dilation["window, dilated"] == "dilated" and dilation["window, fixed"] == "fixed"  # known answers
     assert set(pi["table"]["arithmetic"]["pi"]) == {"0", "5", "20"}

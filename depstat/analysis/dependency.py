@@ -1,43 +1,32 @@
-"""The dependency kernel of one granularity: decay models with a floor, and the width W they imply.
+"""The dependency kernel of one granularity: which decay describes I(r), and the lengths it implies.
 
-Two models are fitted to I(r) over the well-populated offsets, by weighted least squares on
-I itself (not log I, so offsets whose estimate is near zero or below keep their weight):
+Three nested models, each with a floor c (what reaches every offset alike: leftover estimator
+bias, or information a whole document shares), are fitted to I(r) by weighted least squares
+(weights 1 / max(se, 2 % of I)), as Sainburg et al. (2019) fit mutual-information decay:
 
-- power law with a floor, I = A r^-alpha + c (as the L2M code fits it, 0 <= c <= the
-  profile's lower decile): no scale of its own;
-- exponential with a floor, I = A exp(-(r - 1) / xi) + c: a characteristic length xi.
+- exponential, A e^(-(r-1)/xi) + c: a characteristic length xi;
+- power, B r^-alpha + c: no length of its own;
+- composite, A e^(-(r-1)/xi) + B r^-alpha + c: a local part on top of a scale-free tail.
 
-The floor takes up what reaches every offset alike (leftover estimator bias, or information
-shared by a whole document), so that it does not count as long dependencies. The power law is
-preferred unless the exponential fits better beyond its error (``Fitted.exponential_gain``: its
-smaller weighted residual, the smaller AIC as both have three parameters, by more than a one-sided
-t at ``MODEL_CONFIDENCE`` times the gain's jackknife error), as a length of its own is a claim the
-data must make; a profile without replicates (an exact one) takes the smaller AIC. The
-fits start where a model fits within its errors, past first offsets that are outliers of the
-model fitted without them (``fit_start``): a tokenizer's first offsets can follow no smooth
-decay, and a floor fitted across them would take up that misfit.
+A richer model is chosen only where it fits better beyond its error: its chi2 gain over the
+simpler one has a one-sided 95 % lower bound above zero over the profile's whole-profile
+jackknife replicates (each model is refitted on every replicate, so the test keeps the
+covariance across offsets), and the smaller AICc. The exponential needs that against the power
+law, the composite against both. A profile without replicates (an exact one) goes by AICc alone.
 
-What the data say (``Width.kind``):
-
-- ``characteristic``: the exponential is preferred (beyond its error) and its q90 width
-  W = xi ln 10 (the offset within which 90 % of the kernel above the floor lies) is well inside
-  the measured range;
-- ``local``: W of at most ``LOCAL_TOKENS`` tokens: dependencies end within a few tokens (an
-  exponential, or a power law so steep, alpha > 1, that its kernel's q90 is that short);
-- ``scale-free``: the power law is preferred (or the exponential not beyond its error), or the
-  exponential's width reaches past half of the largest offset: no length of its own shown up to
-  ``r_max``;
-- ``none``: no offset has mutual information distinguishable from zero.
-
-Intervals come from the profile's whole-profile jackknife replicates: every fit is repeated on
-each replicate (the profile without one random group of documents), so the interval keeps the
-covariance across offsets.
+``Width.kind`` says what the chosen model shows: ``local`` (90 % of the kernel within
+``LOCAL_TOKENS``), ``characteristic`` (an exponential whose q90 width W = xi ln 10 lies well
+inside the profile), ``scale-free`` (a power law, or an exponential too long to measure),
+``composite`` (a local part of width W, then a power-law tail from the crossover r_x, the offset
+beyond which the tail carries most of I above the floor), ``periodic`` (peaks above both
+neighbours, beyond their error, at multiples of one period) or ``none``. Every parameter has a
+replicate interval, and ``chi2_dof`` says whether the chosen model describes the data.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -49,21 +38,20 @@ from depstat.estimate import estimators as est
 LOCAL_TOKENS = 8.0
 MIN_DOCS = 20  # documents an offset needs to be used (or half the corpus's, for small corpora)
 REL_SE_FLOOR = 0.02  # relative error floor of a point's weight, so one tiny-se point cannot dominate
-MODELS = ("power", "exponential")
-FIT_STARTS = (1.0, 2.0, 4.0, 8.0)  # offsets (tokens) a decay fit may start from; see fit_start
-MIN_FIT_POINTS = 8  # offsets distinguishable from zero that a later start must keep
-MODEL_CONFIDENCE = 0.95  # one-sided: the exponential's gain over the power law must exceed t times its error
+MODELS = ("exponential", "power", "composite")
+N_PARAMS = {"exponential": 3, "power": 3, "composite": 5}
+CONFIDENCE = 0.95  # one-sided: a richer model's chi2 gain must exceed zero at this level
+MIN_PEAKS = 3  # peaks beyond their error a periodic kernel needs
+FITS_WELL = 2.0  # chi2/dof above which the report says the chosen model does not describe the data
 
 
 @dataclass(frozen=True)
 class Curve:
     """One granularity's profile over its well-populated offsets, with its jackknife replicates.
 
-    ``replicates[i, g]`` is I(offsets[i]) without document group g (the point where that group
-    holds no pair there); ``weights[g]`` the pairs group g holds over all offsets; ``bias[i]`` the
-    profile's bound on the estimator's bias at offsets[i] (``estimators.bias_bound``; zero when
-    unknown), a systematic error that the replicates do not see. ``round_trips``: its tokens give
-    back the text they span (``granularity.round_trips``), so it sees the text itself, dilated."""
+    ``replicates[i, g]`` is I(offsets[i]) without document group g; ``weights[g]`` the pairs group
+    g holds; ``bias[i]`` the estimator's bias bound (zero when unknown). ``round_trips``: its tokens
+    give back the text they span, so it sees the text itself, dilated."""
 
     name: str
     offsets: np.ndarray
@@ -75,22 +63,6 @@ class Curve:
     bytes_per_token: float | None = None
     bias: np.ndarray | None = None
     round_trips: bool = True
-    moved: np.ndarray | None = None  # (2, offsets): see bias_moves
-
-    @property
-    def bias_bound(self) -> np.ndarray:
-        """The bias bound at each offset, zeros when the profile has none."""
-        return np.zeros_like(self.mi) if self.bias is None else self.bias
-
-    @property
-    def bias_moves(self) -> tuple[np.ndarray, np.ndarray]:
-        """The curve with every point moved up, and down, by its bias bound: ``moved`` when set
-        (an excess curve, whose floor is refitted to the moved profile), else mi +- bias."""
-        if self.bias is None:
-            return self.mi, self.mi
-        if self.moved is not None:
-            return self.moved[0], self.moved[1]
-        return self.mi + self.bias, self.mi - self.bias
 
     @property
     def r_max(self) -> float:
@@ -111,43 +83,13 @@ def curve(table: pl.DataFrame, name: str, bytes_per_token: float | None = None, 
     mi = rows["mi_bits"].to_numpy().astype(float)
     if "replicates" in rows.columns and rows.height and rows["replicates"].list.len().min() >= 2:
         reps = np.array(rows["replicates"].to_list(), dtype=float)
-        pairs = np.array(rows["group_pairs"].to_list(), dtype=float)
+        weights = np.array(rows["group_pairs"].to_list(), dtype=float).sum(axis=0)
         reps = np.where(np.isfinite(reps), reps, mi[:, None])
-        weights = pairs.sum(axis=0)
     else:
         reps, weights = np.zeros((rows.height, 0)), np.zeros(0)
-    return Curve(
-        name, rows["offset"].to_numpy().astype(float), mi, np.nan_to_num(rows["se"].to_numpy().astype(float)),
-        rows["significant"].to_numpy(), reps, weights, bytes_per_token,
-        np.nan_to_num(rows["bias_bound"].to_numpy().astype(float)) if "bias_bound" in rows.columns else None,
-        round_trips,
-    )
-
-
-def exact_curve(offsets: np.ndarray, mi: np.ndarray, name: str = "exact") -> Curve:
-    """A Curve of a profile known exactly (a source's exact MI): no error and no replicates."""
-    offsets, mi = np.asarray(offsets, float), np.asarray(mi, float)
-    return Curve(name, offsets, mi, np.zeros_like(mi), mi > 0, np.zeros((mi.size, 0)), np.zeros(0))
-
-
-def noisy_curve(
-    offsets: np.ndarray, mi: np.ndarray, se: np.ndarray, name: str = "noisy", bytes_per_token: float | None = None,
-    groups: int = 32, correlation: float = 0.8, seed: int = 0,
-) -> Curve:
-    """A Curve of a known profile ``mi`` measured with error ``se``: ``groups`` document groups
-    whose Gaussian errors are correlated across neighbouring offsets, and their delete-a-group
-    replicates. For calibrating the analysis on profiles whose answer is known."""
-    offsets, mi = np.asarray(offsets, float), np.asarray(mi, float)
-    rng = np.random.default_rng(seed)
-    z = np.empty((groups, mi.size))
-    z[:, 0] = rng.standard_normal(groups)
-    for i in range(1, mi.size):
-        z[:, i] = correlation * z[:, i - 1] + math.sqrt(1 - correlation**2) * rng.standard_normal(groups)
-    per_group = mi + math.sqrt(groups) * np.asarray(se, float) * z
-    point = per_group.mean(axis=0)
-    reps = ((groups * point - per_group) / (groups - 1)).T  # offsets x groups
-    jk_se = est.jackknife_se(est.Replicates(point, reps, np.ones_like(reps)))
-    return Curve(name, offsets, point, jk_se, point > 2 * jk_se, reps.copy(), np.ones(groups), bytes_per_token)
+    bias = np.nan_to_num(rows["bias_bound"].to_numpy().astype(float)) if "bias_bound" in rows.columns else None
+    return Curve(name, rows["offset"].to_numpy().astype(float), mi, np.nan_to_num(rows["se"].to_numpy().astype(float)),
+                 rows["significant"].to_numpy(), reps, weights, bytes_per_token, bias, round_trips)
 
 
 def replicate_interval(
@@ -166,115 +108,166 @@ def replicate_interval(
 
 @dataclass(frozen=True)
 class DecayFit:
-    """One decay model with a floor fitted to I(r): amplitude, shape parameter, floor, fit quality."""
+    """One model fitted to I(r): local amplitude and length (A, xi), tail amplitude and exponent
+    (B, alpha), floor, and the weighted chi2 over ``n_points`` offsets. Unused parts are zero."""
 
     model: str
-    amplitude: float
-    parameter: float  # alpha for the power law, xi (tokens) for the exponential
+    A: float
+    xi: float
+    B: float
+    alpha: float
     floor: float
     chi2: float
     n_points: int
 
+    def local(self, r: np.ndarray) -> np.ndarray:
+        """The exponential part A e^(-(r-1)/xi)."""
+        return self.A * np.exp(-(np.asarray(r, float) - 1) / self.xi) if self.A > 0 else np.zeros(np.shape(r))
+
+    def tail(self, r: np.ndarray) -> np.ndarray:
+        """The power-law part B r^-alpha."""
+        return self.B * np.asarray(r, float) ** -self.alpha if self.B > 0 else np.zeros(np.shape(r))
+
     def predict(self, r: np.ndarray) -> np.ndarray:
-        return _shape(self.model, np.asarray(r, float), self.amplitude, self.parameter) + self.floor
+        return self.local(r) + self.tail(r) + self.floor
 
     @property
-    def aic(self) -> float:
-        return self.chi2 + 2 * 3
+    def dof(self) -> int:
+        return max(self.n_points - N_PARAMS[self.model], 1)
+
+    @property
+    def aicc(self) -> float:
+        k, n = N_PARAMS[self.model], self.n_points
+        return self.chi2 + 2 * k + (2 * k * (k + 1) / (n - k - 1) if n > k + 1 else math.inf)
+
+    def crossover(self) -> float | None:
+        """The offset beyond which the tail exceeds the local part (1 where it does from the start);
+        None without a tail."""
+        return self.tail_from(0.5)
+
+    def tail_from(self, share: float) -> float | None:
+        """The offset beyond which the tail holds ``share`` of the kernel above the floor; None without a tail."""
+        if self.B <= 0:
+            return None
+        if self.A <= 0:
+            return 1.0
+        ratio = share / (1 - share)
+
+        def gap(r: float) -> float:
+            return math.log(self.A * ratio) - (r - 1) / self.xi - math.log(self.B) + self.alpha * math.log(r)
+
+        top = max(1.0, self.alpha * self.xi)
+        if gap(top) <= 0:
+            return 1.0
+        hi = top * 2
+        while gap(hi) > 0:
+            hi *= 2
+        return float(optimize.brentq(gap, top, hi))
 
 
-def _shape(model: str, r: np.ndarray, amplitude: float, parameter: float) -> np.ndarray:
+def _unpack(model: str, p: np.ndarray) -> tuple[float, float, float, float, float]:
+    """(A, xi, B, alpha, floor) from a model's free parameters (amplitudes and xi in logs)."""
+    if model == "exponential":
+        return math.exp(p[0]), math.exp(p[1]), 0.0, 0.0, p[2]
     if model == "power":
-        return amplitude * r ** (-parameter)
-    return amplitude * np.exp(-(r - 1) / parameter)
+        return 0.0, 1.0, math.exp(p[0]), p[1], p[2]
+    return math.exp(p[0]), math.exp(p[1]), math.exp(p[2]), p[3], p[4]
 
 
-def fit_decay(r: np.ndarray, mi: np.ndarray, se: np.ndarray, model: str) -> DecayFit | None:
-    """Weighted least-squares fit of one model with a floor; None when it cannot be fitted."""
+def _pack(f: DecayFit) -> list[float]:
+    """The free parameters of a fit, to start another fit of the same model from."""
+    tiny = 1e-12
+    if f.model == "exponential":
+        return [math.log(max(f.A, tiny)), math.log(f.xi), f.floor]
+    if f.model == "power":
+        return [math.log(max(f.B, tiny)), f.alpha, f.floor]
+    return [math.log(max(f.A, tiny)), math.log(f.xi), math.log(max(f.B, tiny)), f.alpha, f.floor]
+
+
+def fit_errors(mi: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """Each offset's error in the fits: its standard error, at least REL_SE_FLOOR of I (so that no
+    tiny-se point dominates) and 1e-4 of the peak."""
+    mi = np.asarray(mi, float)
+    return np.maximum(np.maximum(np.nan_to_num(se), REL_SE_FLOOR * np.abs(mi)), 1e-4 * max(float(mi.max()), 1e-12))
+
+
+def fit_decay(r: np.ndarray, mi: np.ndarray, se: np.ndarray, model: str,
+              starts: list[list[float]] | None = None) -> DecayFit | None:
+    """Weighted least-squares fit of one model with a floor, from ``starts`` (free parameters; by
+    default a few spread guesses); the lowest chi2 of them, or None when none can be fitted."""
     r, y = np.asarray(r, float), np.asarray(mi, float)
-    if r.size < 4 or not np.any(y > 0):
+    if r.size < N_PARAMS[model] + 1 or not np.any(y > 0):
         return None
     peak = float(max(y.max(), 1e-12))
-    sigma = np.maximum(np.maximum(np.nan_to_num(se), REL_SE_FLOOR * np.abs(y)), 1e-4 * peak)
-    c_max = max(float(np.quantile(y, 0.1)), 0.0)
-    if model == "power":
+    sigma = fit_errors(y, se)
+    c_max = max(float(np.quantile(y, 0.1)), 0.0) + 1e-12
+    amp = (math.log(peak) - 20, math.log(peak) + 10)
+    length = (math.log(0.05), math.log(1e3 * r.max()) if model == "exponential" else math.log(r.max()))
+    lo, hi = {"exponential": ([amp[0], length[0], 0.0], [amp[1], length[1], c_max]),
+              "power": ([amp[0], 0.0, 0.0], [amp[1], 5.0, c_max]),
+              "composite": ([amp[0], length[0], amp[0], 0.0, 0.0], [amp[1], length[1], amp[1], 5.0, c_max])}[model]
+    if starts is None:
         pos = y > 0
-        slope = np.polyfit(np.log(r[pos]), np.log(y[pos]), 1)[0] if pos.sum() >= 2 else -0.5
-        x0 = [math.log(peak), float(np.clip(-slope, 0.01, 4.9)), 0.0]
-        lo, hi = [math.log(peak) - 20, 0.0, 0.0], [math.log(peak) + 10, 5.0, c_max + 1e-12]
-    else:
+        slope = -np.polyfit(np.log(r[pos]), np.log(y[pos]), 1)[0] if pos.sum() >= 2 else 0.5
         below = np.nonzero(y < y[0] / math.e)[0]
         xi0 = float(r[below[0]]) if below.size else float(r.max())
-        x0 = [math.log(peak), math.log(max(xi0, 0.2)), 0.0]
-        lo, hi = [math.log(peak) - 20, math.log(0.05), 0.0], [math.log(peak) + 10, math.log(1e3 * r.max()), c_max + 1e-12]
+        starts = {"exponential": [[math.log(peak), math.log(max(xi0, 0.2)), 0.0]],
+                  "power": [[math.log(peak), float(np.clip(slope, 0.01, 4.9)), 0.0]],
+                  "composite": [[math.log(peak / 2), 0.0, math.log(peak / 2), a, 0.0] for a in (0.3, 0.8)]
+                  + [[math.log(peak), math.log(2.0), math.log(peak / 10), 0.5, 0.0]]}[model]
 
     def residual(p: np.ndarray) -> np.ndarray:
-        par = p[1] if model == "power" else math.exp(p[1])
-        return (_shape(model, r, math.exp(p[0]), par) + p[2] - y) / sigma
+        a, xi, b, alpha, c = _unpack(model, p)
+        return (a * np.exp(-(r - 1) / xi) + b * r**-alpha + c - y) / sigma
 
-    x0 = np.clip(x0, lo, hi)
-    try:
-        res = optimize.least_squares(residual, x0, bounds=(lo, hi), x_scale="jac")
-    except (ValueError, FloatingPointError):
+    best = None
+    for x0 in starts:
+        try:
+            res = optimize.least_squares(residual, np.clip(x0, lo, hi), bounds=(lo, hi), x_scale="jac")
+        except (ValueError, FloatingPointError):
+            continue
+        if best is None or res.cost < best.cost:
+            best = res
+    if best is None:
         return None
-    p = res.x
-    par = float(p[1]) if model == "power" else float(math.exp(p[1]))
-    return DecayFit(model, float(math.exp(p[0])), par, float(p[2]), float(2 * res.cost), int(r.size))
+    return DecayFit(model, *_unpack(model, best.x), float(2 * best.cost), int(r.size))
 
 
-def fit_start(r: np.ndarray, mi: np.ndarray, se: np.ndarray, significant: np.ndarray) -> float:
-    """The offset the decay models are fitted from: the first of ``FIT_STARTS`` from which the
-    better model fits within its errors (chi2/dof at most 1 + 3 sqrt(2/dof)), moved on to a later
-    one from which it does too where the step to it from the start before it leaves out
-    outliers (``_misfit``); the first offset when no start fits. A tokenizer's first offsets
-    (within a word) can follow no smooth decay where the rest of the profile does; a floor fitted
-    across them takes up that misfit rather than what reaches every offset. A kernel no model fits
-    keeps all its offsets. The search ends, keeping the start chosen so far, at a start with
-    fewer than ``MIN_FIT_POINTS`` offsets distinguishable from zero from it, or past the fitted
-    kernel's own q90 width."""
-    start = before = None
-    for at in FIT_STARTS:
-        keep = r >= at
-        if int(np.count_nonzero(significant[keep])) < MIN_FIT_POINTS:
-            break
-        fit = best_fit(r[keep], mi[keep], se[keep])
-        if fit is None or before is not None and model_width(fit) <= at:
-            break
-        dof = fit.n_points - 3
-        if fit.chi2 / dof <= 1 + 3 * math.sqrt(2 / dof) and (start is None or _misfit(before, fit)):
-            start = at
-        before = fit
-    return FIT_STARTS[0] if start is None else start
+def fits_of(r: np.ndarray, mi: np.ndarray, se: np.ndarray, near: dict[str, DecayFit] | None = None) -> dict[str, DecayFit]:
+    """Every model fitted to one profile (models that could not be fitted left out); a replicate's
+    fits start from ``near``, the point profile's, and from the default guesses."""
+    out = {}
+    for m in MODELS:
+        starts = None
+        if near and m in near:
+            starts = [_pack(near[m])]
+            if m == "composite":
+                starts += [_pack(replace(near[s], model=m)) for s in ("exponential", "power") if s in near]
+        f = fit_decay(r, mi, se, m, starts)
+        if f is not None:
+            out[m] = f
+    if "composite" in out:  # a composite is never worse than the models it nests
+        out["composite"] = min([out["composite"]] + [replace(out[s], model="composite") for s in ("exponential", "power")
+                                                     if s in out], key=lambda f: f.chi2)
+    return out
 
 
-def best_fit(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> DecayFit | None:
-    """The model with the smaller chi2, or None when neither can be fitted."""
-    fits = fits_of(r, mi, se)
-    return min(fits.values(), key=lambda f: f.chi2) if fits else None
+@dataclass(frozen=True)
+class Evidence:
+    """How much better a richer model fits: its chi2 gain, the gain's jackknife error and its
+    one-sided lower bound (``CONFIDENCE``); the AICc difference (richer minus simpler)."""
 
+    richer: str
+    simpler: str
+    gain: float
+    se: float
+    low: float
+    aicc_change: float
 
-def _misfit(before: DecayFit, after: DecayFit, level: float = 0.01) -> bool:
-    """Whether the offsets in ``before``'s fit and not in ``after``'s (each the better model's
-    fit) are outliers: their share of chi2 exceeds their number (beyond their own errors) and,
-    per offset, the rest's chi2 per degree of freedom by an F test at ``level``. The second test
-    holds with errors that are only known up to a factor (the relative floor of the weights,
-    errors correlated across offsets), as the rest's own scatter sets the scale."""
-    dropped, dof = before.n_points - after.n_points, after.n_points - 3
-    gain = before.chi2 - after.chi2
-    if dropped < 1 or dof < 1 or gain <= dropped:
-        return False
-    return gain / dropped > stats.f.ppf(1 - level, dropped, dof) * after.chi2 / dof
-
-
-def fits_of(r: np.ndarray, mi: np.ndarray, se: np.ndarray) -> dict[str, DecayFit]:
-    """Both decay models fitted to one profile (models that could not be fitted left out)."""
-    out = {m: fit_decay(r, mi, se, m) for m in MODELS}
-    return {m: f for m, f in out.items() if f is not None}
-
-
-def preferred(fits: dict[str, DecayFit]) -> str | None:
-    """The model with the smaller AIC, or None without fits."""
-    return min(fits.values(), key=lambda f: f.aic).model if fits else None
+    @property
+    def shown(self) -> bool:
+        """The richer model fits better beyond its error, and by AICc."""
+        return self.aicc_change < 0 and (self.low > 0 or math.isnan(self.se) and self.gain > 0)
 
 
 def exponential_width(xi: float) -> float:
@@ -299,180 +292,95 @@ def power_width(alpha: float) -> float:
     return max(1.0, hi)
 
 
-def model_width(f: DecayFit) -> float:
-    """q90 width (tokens) of one fitted kernel above its floor: exponential_width or power_width."""
-    return exponential_width(f.parameter) if f.model == "exponential" else power_width(f.parameter)
-
-
-@dataclass(frozen=True)
-class Width:
-    """What one granularity's profile says about the reach of its dependencies.
-
-    ``W`` (tokens, q90 of the fitted kernel above its floor) and its interval are set for the
-    kinds ``characteristic`` and ``local``, and are None otherwise; ``alpha`` is the power-law
-    exponent (the profile's decay rate whatever the kind), ``floor`` the fitted floor in bits,
-    ``r_max`` the largest well-populated offset; ``exponential_gain`` the evidence for the model
-    (``Fitted.exponential_gain``: chi2 gain, its jackknife error, its one-sided lower bound)."""
-
-    granularity: str
-    kind: str
-    W: float | None
-    ci_low: float | None
-    ci_high: float | None
-    alpha: float | None
-    alpha_ci: tuple[float, float] | None
-    floor: float | None
-    floor_ci: tuple[float, float] | None
-    preferred_model: str | None
-    exponential_share: float | None  # replicates whose smaller AIC is the exponential's (alike, so no test)
-    r_max: float
-    bytes_per_token: float | None
-    reason: str
-    fits: dict[str, DecayFit]
-    fit_start: float = 1.0  # the offset the fits start from (fit_start)
-    exponential_gain: tuple[float, float, float] | None = None
-
-    @property
-    def W_bytes(self) -> float | None:
-        return self.W * self.bytes_per_token if self.W is not None and self.bytes_per_token else None
-
-    def to_dict(self) -> dict:
-        out = asdict(self)
-        out["fits"] = {k: asdict(f) for k, f in self.fits.items()}
-        out["W_bytes"] = self.W_bytes
-        return out
-
-
 @dataclass(frozen=True)
 class Fitted:
-    """A Curve with both decay models fitted to its point profile and to each replicate."""
+    """A Curve with every model fitted to its point profile and to each replicate."""
 
     curve: Curve
     fits: dict[str, DecayFit]
     replicate_fits: tuple[dict[str, DecayFit], ...]
-    start: float = 1.0  # the offset the fits start from (fit_start)
 
-    @cached_property
-    def exponential_gain(self) -> tuple[float, float, float] | None:
-        """(chi2 of the power law - chi2 of the exponential, its jackknife standard error, its
-        one-sided lower bound at MODEL_CONFIDENCE), or None without both fits or without two
-        replicates that have both."""
-        if set(self.fits) != set(MODELS):
+    def evidence(self, richer: str, simpler: str) -> Evidence | None:
+        """The chi2 gain of ``richer`` over ``simpler`` with its replicate bound; None without both fits."""
+        if richer not in self.fits or simpler not in self.fits:
             return None
-        gain = self.fits["power"].chi2 - self.fits["exponential"].chi2
-        values = np.array([fs["power"].chi2 - fs["exponential"].chi2 if set(fs) == set(MODELS) else np.nan
+        gain = self.fits[simpler].chi2 - self.fits[richer].chi2
+        values = np.array([fs[simpler].chi2 - fs[richer].chi2 if richer in fs and simpler in fs else np.nan
                            for fs in self.replicate_fits])
-        se, low, _ = replicate_interval(gain, values, self.curve.weights, 2 * MODEL_CONFIDENCE - 1)
-        return None if math.isnan(se) else (gain, se, low)
+        se, low, _ = replicate_interval(gain, values, self.curve.weights, 2 * CONFIDENCE - 1)
+        return Evidence(richer, simpler, gain, se, low if np.isfinite(low) else gain,
+                        self.fits[richer].aicc - self.fits[simpler].aicc)
 
     @cached_property
     def model(self) -> str | None:
-        """The preferred model: the exponential where it fits better than the power law beyond its
-        error (``exponential_gain``; with replicates that show no spread, by any gain), else the
-        power law; the smaller AIC for a profile without replicates or with one model fitted."""
-        if set(self.fits) != set(MODELS) or not self.replicate_fits:
-            return preferred(self.fits)
-        gain = self.exponential_gain
-        if gain is None:  # replicates, but too few with both models to measure the gain's error
-            return "power"
-        return "exponential" if gain[2] > 0 else "power"
+        """The chosen model: the power law unless the exponential fits better beyond its error,
+        then the composite where it fits better than both beyond its error and its tail is measured."""
+        if not self.fits:
+            return None
+        simple = "power" if "power" in self.fits else "exponential" if "exponential" in self.fits else None
+        exp_over_power = self.evidence("exponential", "power")
+        if exp_over_power is not None and exp_over_power.shown:
+            simple = "exponential"
+        composite = [self.evidence("composite", s) for s in ("exponential", "power")]
+        if all(e is not None and e.shown for e in composite) and self.tail_measured():
+            return "composite"
+        return simple
 
-    def excess(self) -> Curve:
-        """The curve minus its fitted floor (the preferred model's), replicate by replicate. Its
-        ``bias_moves`` refit the floor to the profile moved by its bias bound: a bias that reaches
-        every offset alike goes into the floor, as the floor is there to take it up."""
-        if self.model is None:
-            return self.curve
-        floor = self.fits[self.model].floor
-        floors = np.array([f[self.model].floor if self.model in f else np.nan for f in self.replicate_fits])
-        floors = np.where(np.isfinite(floors), floors, floor)
-        c = self.curve
-        moved = None
-        if c.bias is not None:
-            moved = []
-            keep = c.offsets >= self.start
-            for shifted in (c.mi + c.bias, c.mi - c.bias):
-                refit = fit_decay(c.offsets[keep], shifted[keep], c.se[keep], self.model)
-                moved.append(shifted - (refit.floor if refit is not None else floor))
-            moved = np.array(moved)
-        return replace(c, mi=c.mi - floor, replicates=c.replicates - floors[None, :], moved=moved)
+    def tail_measured(self) -> bool:
+        """Whether the composite's tail is the slow part: above twice its error at some offset
+        beyond the crossover (else its power law only shapes the first offsets of a faster decay)."""
+        f, c = self.fits.get("composite"), self.curve
+        if f is None or f.crossover() is None:
+            return False
+        beyond = c.offsets >= f.crossover()
+        return bool(np.any(f.tail(c.offsets[beyond]) > 2 * fit_errors(c.mi, c.se)[beyond]))
 
+    def interval(self, stat: callable, confidence: float) -> tuple[float, float, float]:
+        """(point, low, high) of a statistic of the chosen model's fit, over the replicates."""
+        point = stat(self.fits[self.model])
+        values = np.array([stat(fs[self.model]) if self.model in fs else np.nan for fs in self.replicate_fits],
+                          dtype=float)
+        _, lo, hi = replicate_interval(point, values, self.curve.weights, confidence)
+        return point, (lo if np.isfinite(lo) else point), (hi if np.isfinite(hi) else point)
 
-def fitted(c: Curve, start: float | None = None) -> Fitted:
-    """Fit both models to a curve and to each of its replicates, from offset ``start`` (by default
-    the point profile's ``fit_start``)."""
-    start = fit_start(c.offsets, c.mi, c.se, c.significant) if start is None else start
-    k = c.offsets >= start
-    reps = tuple(fits_of(c.offsets[k], c.replicate(g)[k], c.se[k]) for g in range(c.replicates.shape[1]))
-    return Fitted(c, fits_of(c.offsets[k], c.mi[k], c.se[k]), reps, start)
+    def floors(self) -> np.ndarray:
+        """The chosen model's floor on the point profile and on each replicate (point where missing)."""
+        f = self.fits[self.model].floor
+        return np.array([fs[self.model].floor if self.model in fs else f for fs in self.replicate_fits])
 
 
-def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
-    """The kind and width of one granularity's dependencies, with replicate intervals."""
-    c = f.curve
-    base = dict(granularity=c.name, r_max=c.r_max, bytes_per_token=c.bytes_per_token, fit_start=f.start)
-    if not c.significant.any() or not f.fits:
-        return Width(**base, kind="none", W=None, ci_low=None, ci_high=None, alpha=None, alpha_ci=None,
-                     floor=None, floor_ci=None, preferred_model=None, exponential_share=None, fits={},
-                     reason="no offset has mutual information distinguishable from zero")
-    fits, rep_fits, model = f.fits, f.replicate_fits, f.model
+def fitted(c: Curve) -> Fitted:
+    """Fit every model to a curve and to each of its replicates (those from the point fits)."""
+    point = fits_of(c.offsets, c.mi, c.se)
+    reps = tuple(fits_of(c.offsets, c.replicate(g), c.se, point) for g in range(c.replicates.shape[1]))
+    return Fitted(c, point, reps)
 
-    def stat(fs: dict[str, DecayFit], what: str) -> float:
-        if what == "W":
-            return math.log(exponential_width(fs["exponential"].parameter)) if "exponential" in fs else np.nan
-        if what == "power W":
-            return math.log(min(power_width(fs["power"].parameter), 1e12)) if "power" in fs else np.nan
-        if what == "alpha":
-            return fs["power"].parameter if "power" in fs else np.nan
-        return fs[model].floor if model in fs else np.nan
 
-    def interval(what: str) -> tuple[float, float, float]:
-        vals = np.array([stat(fs, what) for fs in rep_fits])
-        return replicate_interval(stat(fits, what), vals, c.weights, confidence)
+def peaks(c: Curve, confidence: float = CONFIDENCE) -> list[int]:
+    """Offsets where I exceeds both neighbours beyond their error (one-sided replicate bound,
+    Bonferroni over the offsets tried): what no decay has."""
+    if c.offsets.size < 3 or c.replicates.shape[1] < 2:
+        return []
+    level = 1 - (1 - confidence) / (c.offsets.size - 2)
+    out = []
+    for i in range(1, c.offsets.size - 1):
+        rise = c.mi[i] - max(c.mi[i - 1], c.mi[i + 1])
+        if rise > 0:
+            reps = c.replicates[i] - np.maximum(c.replicates[i - 1], c.replicates[i + 1])
+            if replicate_interval(rise, reps, c.weights, 2 * level - 1)[1] > 0:
+                out.append(int(c.offsets[i]))
+    return out
 
-    _, a_lo, a_hi = interval("alpha")
-    _, f_lo, f_hi = interval("floor")
-    alpha = fits["power"].parameter if "power" in fits else None
-    share = float(np.mean([preferred(fs) == "exponential" for fs in rep_fits])) if rep_fits else None
-    start = (f" (fitted from r = {f.start:.0f}: the offsets before it do not follow the decay fitted to the rest)"
-             if f.start > 1 else "")
-    common = dict(alpha=alpha, alpha_ci=(a_lo, a_hi) if alpha is not None else None,
-                  floor=fits[model].floor, floor_ci=(f_lo, f_hi),
-                  preferred_model=model, exponential_share=share, fits=fits, exponential_gain=f.exponential_gain)
-    if model == "exponential":
-        w = exponential_width(fits["exponential"].parameter)
-        _, lo, hi = interval("W")
-        lo, hi = (math.exp(lo), math.exp(hi)) if np.isfinite(lo) else (w, w)
-        if hi < c.r_max / 2:
-            kind = "local" if hi <= LOCAL_TOKENS else "characteristic"
-            reason = (f"I(r) decays exponentially above a floor: 90 % of the kernel lies within {w:.1f} tokens "
-                      f"[{lo:.1f}, {hi:.1f}], well inside the {c.r_max:.0f} profiled")
-            if kind == "local":
-                reason = f"dependencies end within {math.ceil(hi)} tokens: " + reason
-            return Width(**base, kind=kind, W=w, ci_low=lo, ci_high=hi, reason=reason + start, **common)
-        reason = (f"the exponential's width ({w:.0f} tokens, up to {hi:.0f}) reaches past half of the "
-                  f"{c.r_max:.0f} profiled: no length of its own within the profiled range")
-    else:
-        w = power_width(alpha)
-        _, lo, hi = interval("power W")
-        lo, hi = (math.exp(lo), math.exp(hi)) if np.isfinite(lo) else (w, w)
-        if hi <= LOCAL_TOKENS:
-            reason = (f"dependencies end within {math.ceil(hi)} tokens: I(r) falls as a steep power law (alpha = "
-                      f"{alpha:.2f}) whose kernel holds 90 % of its mass within {w:.1f} tokens [{lo:.1f}, {hi:.1f}]")
-            return Width(**base, kind="local", W=w, ci_low=lo, ci_high=hi, reason=reason + start, **common)
-        if "exponential" not in fits:
-            reason = (f"only a power law could be fitted (alpha = {alpha:.2f}): no length of its own up to "
-                      f"r = {c.r_max:.0f}")
-        elif fits["exponential"].chi2 < fits["power"].chi2:
-            gain = f.exponential_gain
-            evidence = (f"chi2 lower by {gain[0]:.1f} ± {gain[1]:.1f}, its one-sided 95 % bound {gain[2]:.1f}"
-                        if gain is not None else "too few replicates fit both models to measure its error")
-            reason = (f"an exponential fits no better than a power law beyond its error ({evidence}; alpha = "
-                      f"{alpha:.2f}): no length of its own shown up to r = {c.r_max:.0f}")
-        else:
-            reason = (f"a power law fits better than an exponential (alpha = {alpha:.2f}): no length of its own "
-                      f"up to r = {c.r_max:.0f}")
-    return Width(**base, kind="scale-free", W=None, ci_low=None, ci_high=None, reason=reason + start, **common)
+
+def period(c: Curve, confidence: float = CONFIDENCE) -> int | None:
+    """A dominant period: with at least ``MIN_PEAKS`` peaks, the peak offset P >= 2 of which the most
+    peaks are multiples, weighed by P (chance makes every P-th offset a multiple); None otherwise."""
+    found = peaks(c, confidence)
+    if len(found) < MIN_PEAKS:
+        return None
+    score = {p: p * sum(q % p == 0 for q in found) for p in found if p >= 2}
+    score = {p: s for p, s in score.items() if s >= 2 * p}  # at least one other peak at a multiple
+    return max(score, key=lambda p: (score[p], -p)) if score else None
 
 
 def local_slopes(offsets: np.ndarray, mi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -482,3 +390,118 @@ def local_slopes(offsets: np.ndarray, mi: np.ndarray) -> tuple[np.ndarray, np.nd
     if r.size < 2:
         return np.zeros(0), np.zeros(0)
     return np.sqrt(r[1:] * r[:-1]), np.diff(np.log(m)) / np.diff(np.log(r))
+
+
+Interval = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Width:
+    """What one granularity's profile says about the reach of its dependencies.
+
+    ``W`` (tokens, q90 of the exponential part) and its interval are set where the kernel has a
+    length of its own (``local``, ``characteristic``, ``composite``); ``xi`` is that part's
+    e-folding length, ``alpha`` the tail's exponent, ``crossover`` the offset beyond which the tail
+    carries most of I above the floor (``composite``; 1 for a power law), ``chi2_dof`` the chosen
+    model's fit, ``period`` the period of a ``periodic`` kernel."""
+
+    granularity: str
+    kind: str
+    W: float | None
+    ci_low: float | None
+    ci_high: float | None
+    alpha: float | None
+    alpha_ci: Interval | None
+    floor: float | None
+    floor_ci: Interval | None
+    preferred_model: str | None
+    r_max: float
+    bytes_per_token: float | None
+    reason: str
+    fits: dict[str, DecayFit] = field(default_factory=dict)
+    xi: float | None = None
+    xi_ci: Interval | None = None
+    crossover: float | None = None
+    crossover_ci: Interval | None = None
+    chi2_dof: float | None = None
+    period: int | None = None
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def W_bytes(self) -> float | None:
+        return self.W * self.bytes_per_token if self.W is not None and self.bytes_per_token else None
+
+    @property
+    def fits_data(self) -> bool:
+        """Whether the chosen model describes the data (chi2/dof at most FITS_WELL)."""
+        return self.chi2_dof is not None and self.chi2_dof <= FITS_WELL
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["W_bytes"] = self.W_bytes
+        return out
+
+
+def _log_interval(f: Fitted, stat: callable, confidence: float) -> tuple[float, float, float]:
+    """A positive statistic's interval, computed on its log."""
+    point, lo, hi = f.interval(lambda fit: math.log(max(stat(fit), 1e-12)), confidence)
+    return math.exp(point), math.exp(lo), math.exp(hi)
+
+
+def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
+    """The kind of one granularity's dependencies, with its lengths and their replicate intervals."""
+    c = f.curve
+    base = dict(granularity=c.name, r_max=c.r_max, bytes_per_token=c.bytes_per_token)
+    empty = dict(W=None, ci_low=None, ci_high=None, alpha=None, alpha_ci=None, floor=None, floor_ci=None,
+                 preferred_model=None)
+    if not c.significant.any() or f.model is None:
+        return Width(**base, **empty, kind="none", reason="no offset has mutual information distinguishable from zero")
+    model, fit = f.model, f.fits[f.model]
+    chi2_dof = fit.chi2 / fit.dof
+    evidence = tuple(e for e in (f.evidence("exponential", "power"), f.evidence("composite", "exponential"),
+                                 f.evidence("composite", "power")) if e is not None)
+    _, f_lo, f_hi = f.interval(lambda x: x.floor, confidence)
+    common = dict(floor=fit.floor, floor_ci=(f_lo, f_hi), preferred_model=model, fits=f.fits, chi2_dof=chi2_dof,
+                  evidence=evidence)
+    quality = "" if chi2_dof <= FITS_WELL else (
+        f"; the {model} model does not describe the data (chi2/dof = {chi2_dof:.1f}): read its figures as a summary")
+    p = period(c, confidence)
+    if p is not None:
+        return Width(**base, **{**empty, **common}, kind="periodic", period=p,
+                     reason=f"I(r) peaks above its neighbours, beyond their error, at {len(peaks(c, confidence))} "
+                            f"offsets, most at multiples of {p} tokens: a period of its own, which no decay describes")
+    alpha = alpha_ci = xi = xi_ci = W = w_ci = cross = cross_ci = None
+    if model in ("power", "composite"):
+        alpha, a_lo, a_hi = f.interval(lambda x: x.alpha, confidence)
+        alpha_ci = (a_lo, a_hi)
+    if model in ("exponential", "composite"):
+        xi, lo, hi = _log_interval(f, lambda x: x.xi, confidence)
+        xi_ci = (lo, hi)
+        W, w_ci = exponential_width(xi), (exponential_width(lo), exponential_width(hi))
+    common.update(alpha=alpha, alpha_ci=alpha_ci, xi=xi, xi_ci=xi_ci)
+    if model == "composite":
+        cross, lo, hi = _log_interval(f, lambda x: x.crossover() or 1.0, confidence)
+        cross_ci = (lo, hi)
+        reason = (f"a local part (90 % within {W:.1f} tokens [{w_ci[0]:.1f}, {w_ci[1]:.1f}]) on a power-law tail "
+                  f"(alpha = {alpha:.2f} [{alpha_ci[0]:.2f}, {alpha_ci[1]:.2f}]) that carries most of I above the "
+                  f"floor from r = {cross:.1f} [{lo:.1f}, {hi:.1f}]")
+        return Width(**base, **common, kind="composite", W=W, ci_low=w_ci[0], ci_high=w_ci[1], crossover=cross,
+                     crossover_ci=cross_ci, reason=reason + quality)
+    if model == "exponential":
+        if w_ci[1] < c.r_max / 2:
+            kind = "local" if w_ci[1] <= LOCAL_TOKENS else "characteristic"
+            reason = (f"I(r) decays exponentially above a floor: 90 % of the kernel lies within {W:.1f} tokens "
+                      f"[{w_ci[0]:.1f}, {w_ci[1]:.1f}], well inside the {c.r_max:.0f} profiled")
+            return Width(**base, **common, kind=kind, W=W, ci_low=w_ci[0], ci_high=w_ci[1], reason=reason + quality)
+        return Width(**base, **common, kind="scale-free", W=None, ci_low=None, ci_high=None,
+                     reason=f"the exponential's width ({W:.0f} tokens, up to {w_ci[1]:.0f}) reaches past half of the "
+                            f"{c.r_max:.0f} profiled: no length of its own within the profiled range" + quality)
+    w, (w_lo, w_hi) = power_width(alpha), (power_width(alpha_ci[1]), power_width(alpha_ci[0]))
+    if w_hi <= LOCAL_TOKENS:
+        return Width(**base, **common, kind="local", W=w, ci_low=w_lo, ci_high=w_hi, crossover=1.0,
+                     reason=f"dependencies end within {math.ceil(w_hi)} tokens: I(r) falls as a steep power law "
+                            f"(alpha = {alpha:.2f}) whose kernel holds 90 % of its mass within {w:.1f} tokens" + quality)
+    return Width(**base, **common, kind="scale-free", W=None, ci_low=None, ci_high=None, crossover=1.0,
+                 crossover_ci=(1.0, 1.0),
+                 reason=f"a power law with a floor (alpha = {alpha:.2f} [{alpha_ci[0]:.2f}, {alpha_ci[1]:.2f}]) from "
+                        f"the first offset: no length of its own up to r = {c.r_max:.0f}" + quality)

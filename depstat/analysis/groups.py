@@ -54,7 +54,7 @@ class Group:
             a, w = self.analysis, self.analysis.widths[self.analysis.granularity]
             rec = a.recommendation
             row.update({"granularity": a.granularity, "kernel": w.kind, "W": w.W, "alpha": w.alpha,
-                        "verdict": a.self_similarity.verdict, "D": a.self_similarity.effect,
+                        "verdict": a.self_similarity.verdict, "onset": a.self_similarity.onset_tokens,
                         "rope_theta": rec.rope_theta, "extension": rec.extension.method if rec.extension else None})
         row["note"] = self.error
         return row

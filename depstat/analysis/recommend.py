@@ -1,28 +1,24 @@
-"""A RoPE base and a context-extension method from what the profile says, with the other rules beside it.
+"""A RoPE base and a context-extension config from the dependency kernel, with other rules beside it.
 
-RoPE rotates band m at theta_m = b^(-2m/d), m = 0 .. d/2-1 (d the head dimension). Paper A:
-the best frequency for dependencies of width W is theta* = c / W (c = pi in theory, 3.02
-fitted). When the profile has no length of its own within the profiled range (scale-free),
-or shows none at all, the advice works from the training length instead: paper B's trained
-models settle on a dominant band of wavelength 2.2 L_train, so theta* = 2 pi / (2.2 L_train).
+RoPE rotates band m at theta_m = b^(-2m/d) (d the head dimension); a band resolves offsets up to
+half its wavelength. Paper A: the best frequency for dependencies of width W is theta* = c / W
+(c = pi). The base:
 
-The base is the larger of two lower bounds, so that it is a justified point and not the
-smallest admissible one:
+- set by the data where the kernel has a characteristic length W (margin W inside L_train): the
+  larger of b_A, whose slowest band lies ``margin`` times below theta*,
+  b = (margin / theta*)^(d / (d - 2)), and Men et al.'s bound for the data's reach margin W;
+- otherwise (a local, composite, scale-free or periodic kernel) the data do not constrain it, and
+  the base is Men et al.'s bound for L_train: the smallest keeping sum_m cos(r theta_m) >= 0 for
+  every r up to it. Liu et al.'s, published configs and the bound for the target are listed beside.
 
-- b_A, the base whose slowest band lies ``margin`` times below theta* (theta* inside the
-  grid, with room for dependencies up to margin x W): b = (margin / theta*)^(d / (d - 2));
-- Men et al.'s bound for the length the model attends over in training, L_train (position
-  interpolation and YaRN keep the slow bands' positions within it at the target length):
-  the smallest base keeping sum_m cos(r theta_m) >= 0 for every r up to it. The bound for
-  the target length is listed beside it, for training at the target directly.
-
-Context extension from L_train to L_target (factor s): position interpolation (PI) divides
-every frequency by s, which keeps the balance of near and far dependencies where the profile
-keeps its shape under a dilation (self-similar data), at the cost of the resolution of the
-first s offsets. Otherwise YaRN keeps the fast bands (more than beta_fast turns within
-L_train) unscaled and interpolates the slow ones (fewer than beta_slow turns); beta_fast is
-YaRN's 32 at most, half the fastest band's turns for short contexts, and below theta*'s turns
-when the data have a length of their own, so that theta*'s band keeps its resolution.
+Extension from L_train to L_target (factor s): YaRN with betas from the kernel. The bands fast
+enough to resolve the local reach (half a wavelength within it) keep their frequency: more than
+beta_fast = L_train / (2 r_local) turns within L_train, r_local the tail's onset for self-similar
+data, W for a characteristic length, the crossover otherwise, and at least s (interpolation
+squeezes the first s offsets below one). The bands slower than the profile's reach (capped at
+L_train) are interpolated: fewer than beta_slow = L_train / (2 r_reach) turns. YaRN ramps
+between. PI, every band interpolated, is for data that dilate with the context, which takes
+data at the target length to show (``result.compare_lengths``).
 """
 
 from __future__ import annotations
@@ -33,6 +29,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from depstat.analysis.dependency import Width
+from depstat.analysis.selfsim import SelfSimilarity
 from depstat.errors import DepstatError
 
 PAPER_C = math.pi
@@ -151,7 +148,7 @@ class Recommendation:
     base_from_data: float
     base_men: float
     rope_theta: float
-    bound: str  # which lower bound sets rope_theta
+    bound: str  # what sets rope_theta: "data" or "Men et al."
     rope_theta_interval: tuple[float, float] | None  # b_A at the ends of W's interval
     recommended: Grid
     alternatives: tuple[Grid, ...]
@@ -186,27 +183,26 @@ def check_settings(head_dim: int, train_length: int, target_length: int | None, 
 
 def recommend(
     width: Width,
-    verdict: str,
+    similarity: SelfSimilarity,
     head_dim: int,
     train_length: int,
     target_length: int | None = None,
     c: float = PAPER_C,
     margin: float = DEFAULT_MARGIN,
 ) -> Recommendation:
-    """rope_theta for training at ``train_length`` and, given a target, an extension method."""
+    """rope_theta for training at ``train_length`` and, given a target, an extension config."""
     check_settings(head_dim, train_length, target_length, c, margin)
     attended = train_length  # PI and YaRN keep the slow bands' positions within L_train
     reasons = [f"{width.granularity}: {width.reason}"]
-    if width.kind in ("characteristic", "local"):
+    own = width.kind in ("characteristic", "local") and width.W is not None
+    if own:
         theta_star, source = c / width.W, f"c/W with W = {width.W:.1f} tokens"
         reasons.append(f"theta* = c/W = {theta_star:.3g} rad/token (c = {c:.3g})")
     else:
         theta_star = 2 * math.pi / (PAPER_B_WAVELENGTH * train_length)
         source = f"paper B's dominant band, wavelength {PAPER_B_WAVELENGTH:g} L_train"
-        what = ("no offset shows dependence" if width.kind == "none"
-                else f"the dependencies have no length of their own up to r = {width.r_max:.0f}")
-        reasons.append(f"{what}, so the advice works from L_train = {train_length}: theta* = 2 pi / "
-                       f"({PAPER_B_WAVELENGTH:g} L_train) = {theta_star:.3g} rad/token ({source})")
+        reasons.append(f"theta* = 2 pi / ({PAPER_B_WAVELENGTH:g} L_train) = {theta_star:.3g} rad/token ({source}), "
+                       "as the kernel has no characteristic length of its own")
     if width.r_max < train_length:
         reasons.append(
             f"the profile ends at r = {width.r_max:.0f} tokens, inside L_train = {train_length}: documents are "
@@ -215,39 +211,43 @@ def recommend(
         )
     b_data = base_for(theta_star, head_dim, margin)
     b_men = men_lower_bound(head_dim, attended)
-    base, bound = (b_data, "data") if b_data >= b_men else (b_men, "Men et al.")
-    reasons.append(
-        f"b_A = {b_data:.4g} puts theta* inside the grid (slowest band at theta*/{margin:g}); Men et al.'s bound "
-        f"for {attended} tokens is {b_men:.4g}; rope_theta = the larger, {base:.4g}"
-    )
+    by_data = width.kind == "characteristic" and width.W is not None and margin * width.W < train_length
     interval = None
-    if width.kind in ("characteristic", "local") and width.ci_low and width.ci_high:
-        interval = (max(base_for(c / width.ci_low, head_dim, margin), b_men),
-                    max(base_for(c / width.ci_high, head_dim, margin), b_men))
+    if by_data:
+        reach = math.ceil(margin * width.W)
+        b_reach = men_lower_bound(head_dim, reach)
+        base, bound = max(b_data, b_reach), "data"
+        reasons.append(f"your data set the base: the larger of b_A = {b_data:.4g} (theta* inside the grid, slowest "
+                       f"band at theta*/{margin:g}) and Men et al.'s bound for the data's reach, {margin:g} W = "
+                       f"{reach} tokens, {b_reach:.4g}; Men et al.'s bound for all {attended} tokens, {b_men:.4g}, "
+                       "is for a model that must retrieve beyond the data's kernel")
+        if width.ci_low and width.ci_high:
+            interval = tuple(max(base_for(c / w, head_dim, margin), men_lower_bound(head_dim, math.ceil(margin * w)))
+                             for w in (width.ci_low, width.ci_high))
+    else:
+        base, bound = b_men, "Men et al."
+        reasons.append(f"your data do not constrain the base (a {width.kind} kernel, no characteristic length inside "
+                       f"L_train): Men et al.'s bound for L_train = {attended}, {b_men:.4g}; b_A = {b_data:.4g} beside")
     rec = grid("recommended", base, head_dim, theta_star, "this profile")
-    reasons.append(
-        f"theta* falls on band {rec.theta_star_band} of {head_dim // 2}; {rec.bands_slower} bands are slower "
-        "(the slow bands LeRoPE's models suppress and p-RoPE removes)"
-    )
     alternatives = [
         grid("b = 10,000", 10_000.0, head_dim, theta_star, "original RoPE"),
         grid("b = L_train", float(train_length), head_dim, theta_star, "Oka et al. (ICLR 2026)"),
+        grid("b_A (paper A)", b_data, head_dim, theta_star, "theta* inside the grid"),
         grid(f"Men et al., {attended} tokens", b_men, head_dim, theta_star, "Men et al. (2024), computed"),
         grid(f"Men et al. fit, {attended} tokens", MEN_FIT[0] * attended ** MEN_FIT[1], head_dim, theta_star,
              "Men et al. (2024), published fit 0.0424 L^1.628 (d = 128)"),
     ]
+    extension = None
     if target_length and target_length > train_length:
         alternatives.append(grid(f"Men et al., {target_length} tokens", men_lower_bound(head_dim, target_length),
                                  head_dim, theta_star, "Men et al. (2024), to train at the target directly"))
         alternatives.append(grid(f"Liu et al., {train_length} -> {target_length}",
                                  liu_extension_base(base, train_length, target_length), head_dim, theta_star,
                                  "Liu et al. (2023), critical dimension kept for the target"))
+        extension = _extension(width, similarity, base, head_dim, train_length, target_length)
+        reasons.append(extension.why)
     alternatives += [grid(f"{name} ({length} tokens)", b, head_dim, theta_star, f"config.json, {dims} rotary dims")
                      for name, b, length, dims in MODEL_CONFIGS]
-    extension = None
-    if target_length and target_length > train_length:
-        extension = _extension(width, verdict, base, head_dim, train_length, target_length, theta_star)
-        reasons.append(extension.why)
     params, legacy = configs(base, extension, train_length, target_length or train_length)
     return Recommendation(
         width.granularity, head_dim, train_length, target_length, attended, width.kind, width.W, theta_star,
@@ -256,37 +256,46 @@ def recommend(
     )
 
 
-def yarn_betas(width: Width, train_length: int, theta_star: float) -> tuple[float, float]:
-    """(beta_fast, beta_slow) in turns within L_train: YaRN's 32 and 1, lowered for short contexts
-    (at most half the fastest band's turns) and, for data with a length of their own, below
-    theta*'s turns so that its band is kept."""
-    fastest = train_length / (2 * math.pi)
-    fast = min(YARN_BETA_FAST, fastest / 2)
-    if width.kind in ("characteristic", "local"):
-        fast = min(fast, 0.9 * train_length * theta_star / (2 * math.pi))
-    return float(fast), float(min(YARN_BETA_SLOW, fast / 4))
+def yarn_betas(width: Width, similarity: SelfSimilarity, train_length: int,
+               factor: float) -> tuple[float, float, str]:
+    """(beta_fast, beta_slow, where they come from), in turns within L_train: the bands resolving the
+    local reach (half a wavelength within max(s, the kernel's local length)) keep their frequency,
+    the bands slower than the profile's reach (capped at L_train) are interpolated."""
+    if width.kind == "none":
+        fast = min(YARN_BETA_FAST, train_length / (4 * math.pi))
+        return float(fast), float(min(YARN_BETA_SLOW, fast / 4)), "YaRN's defaults, as no offset shows dependence"
+    reach = min(float(train_length), width.r_max or train_length)
+    if width.kind == "periodic":
+        local, what = reach, f"a period of {width.period} tokens, whose peaks recur to the profile's end"
+    elif similarity.verdict == "self-similar" and similarity.onset_tokens is not None:
+        local, what = similarity.onset_tokens, f"the tail's onset, r = {similarity.onset_tokens:.1f}"
+    elif width.kind in ("characteristic", "local") and width.W is not None:
+        local, what = width.W, f"the kernel's width W = {width.W:.1f}"
+    else:
+        local = width.crossover or 1.0
+        what = f"the crossover r_x = {local:.1f}"
+    if local < factor:
+        local, what = factor, f"the first s = {factor:g} offsets, which interpolation would squeeze below one ({what})"
+    fast = train_length / (2 * local)
+    return (float(fast), float(min(train_length / (2 * reach), fast / 2)),
+            f"from the data: bands resolving {what} keep their frequency; bands slower than the {reach:.0f} tokens "
+            "the profile reaches are interpolated")
 
 
-def _extension(width: Width, verdict: str, base: float, head_dim: int, train: int, target: int,
-               theta_star: float) -> Extension:
-    """PI for self-similar data, YaRN (fast bands unscaled) otherwise."""
+def _extension(width: Width, similarity: SelfSimilarity, base: float, head_dim: int, train: int, target: int) -> Extension:
+    """YaRN with the betas the data give (PI is for data that dilate: ``result.compare_lengths``)."""
     s = target / train
-    if verdict == "self-similar":
-        return Extension("pi", s, None, None, None, None, None, (
-            f"the data are self-similar: their profile keeps its shape under a dilation, so position interpolation "
-            f"by s = {s:g} keeps the balance of near and far dependencies (PI, rope_type 'linear'); it gives up the "
-            f"resolution of the first {s:g} offsets, which YaRN keeps (docs/validation.md: on text self-similar by "
-            f"construction, PI came close to YaRN, not above it)"))
-    fast, slow = yarn_betas(width, train, theta_star)
+    fast, slow, source = yarn_betas(width, similarity, train, s)
     turns = train * frequencies(base, head_dim) / (2 * np.pi)
     kept, interpolated = int((turns > fast).sum()), int((turns < slow).sum())
     attention = 0.1 * math.log(s) + 1
-    status = "not self-similar" if verdict == "not self-similar" else "not shown to be self-similar"
-    why = (f"the data are {status}: PI by s = {s:g} would divide every frequency, theta*'s band included "
-           f"({train * theta_star / (2 * math.pi):.1f} turns within L_train), and blur the local resolution the "
-           f"data need. YaRN with beta_fast = {fast:.3g} keeps the {kept} bands with more turns than that unscaled, "
-           f"interpolates the {interpolated} with fewer than beta_slow = {slow:.3g}, ramps between, and scales "
-           f"attention by {attention:.3f}; or train at {target} tokens")
+    status = (f"self-similar from r = {similarity.onset_tokens:.1f}" if similarity.verdict == "self-similar"
+              else "not self-similar" if similarity.verdict == "not self-similar" else "not shown to be self-similar")
+    why = (f"the data are {status}; YaRN by s = {s:g} with beta_fast = {fast:.3g}, beta_slow = {slow:.3g} ({source}): "
+           f"the {kept} bands with more turns within L_train than beta_fast keep their frequency, the {interpolated} "
+           f"with fewer than beta_slow are interpolated, a ramp between; attention scaled by {attention:.3f}. PI "
+           "(every band interpolated) only where the data at the target length are these data dilated "
+           "(depstat.compare_lengths): on stationary text it loses the first offsets' resolution")
     return Extension("yarn", s, fast, slow, attention, kept, interpolated, why)
 
 

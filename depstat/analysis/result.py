@@ -130,12 +130,8 @@ def analyze(profile: Profile, settings: Settings | None = None, **kwargs: object
     confidence = settings.confidence or profile.confidence
     fits = {n: fitted(granularity_curve(profile, n)) for n in names}
     widths = {n: kernel_width(f, confidence) for n, f in fits.items()}
-    needed = settings.factor * settings.train_length
-    verdict = self_similarity(
-        {n: f.excess() for n, f in fits.items()}, name, widths[name], needed, settings.factor,
-        settings.similarity_margin, confidence, duplicates,
-    )
-    rec = recommend(widths[name], verdict.verdict, settings.head_dim, settings.train_length,
+    verdict = self_similarity(fits, widths, name, settings.similarity_margin, confidence, duplicates)
+    rec = recommend(widths[name], verdict, settings.head_dim, settings.train_length,
                     settings.target_length, settings.c, settings.margin)
     return Analysis(settings, name, widths, verdict, rec)
 

@@ -39,11 +39,11 @@ from depstat.errors import DepstatError
 from depstat.estimate.profile import MIN_PAIRS, Profile
 from depstat.files import atomic_write
 
-SCHEMA = "depstat-card/1"
+SCHEMA = "depstat-card/2"
 FENCE = "json depstat-card"
 DIGITS = 6  # significant digits of the floats in the machine-readable block
 EXTENSION_NAMES = {"pi": "position interpolation (PI)", "yarn": "YaRN"}
-_BLOCK = re.compile(r"^```" + re.escape(FENCE) + r"[ \t]*\n(.*?)\n```[ \t]*$", re.S | re.M)
+_BLOCK = re.compile(r"^```" + re.escape(FENCE) + r"[ \t]*\n(.*?)\n```[ \t]*$", re.DOTALL | re.MULTILINE)
 
 
 # ---------------------------------------------------------------- the numbers
@@ -69,15 +69,17 @@ def card_data(profile: Profile, analysis: Analysis) -> dict:
         },
         "granularities": {name: _granularity_numbers(profile, analysis, name) for name in _order(profile)},
         "verdict": ss.verdict,
-        "slope_disagreement": ss.effect,
-        "slope_disagreement_bounds": ss.effect_bounds,
-        "self_similar_within": ss.within,
+        "onset_tokens": ss.onset_tokens,
+        "onset_bytes": ss.onset_bytes,
+        "exponent_spread": ss.exponent_spread,
+        "exponent_spread_bounds": ss.exponent_spread_bounds,
         "rope_theta": rec.rope_theta,
         "rope_theta_bound": rec.bound,
         "base_from_data": rec.base_from_data,
         "base_men": rec.base_men,
         "theta_star": rec.theta_star,
-        "extension": {"method": ext.method, "factor": ext.factor} if ext else None,
+        "extension": {"method": ext.method, "factor": ext.factor, "beta_fast": ext.beta_fast,
+                      "beta_slow": ext.beta_slow} if ext else None,
         "software": software(),
     }
     return _clean(data)
@@ -109,6 +111,11 @@ def _granularity_numbers(profile: Profile, analysis: Analysis, name: str) -> dic
         "decay_model": w.preferred_model if w else None,
         "alpha": w.alpha if w else None,
         "alpha_interval": list(w.alpha_ci) if w and w.alpha_ci else None,
+        "xi": w.xi if w else None,
+        "crossover": w.crossover if w else None,
+        "crossover_interval": list(w.crossover_ci) if w and w.crossover_ci else None,
+        "chi2_dof": w.chi2_dof if w else None,
+        "period": w.period if w else None,
         "floor_bits": w.floor if w else None,
     }
 
@@ -264,16 +271,17 @@ def _widths(analysis: Analysis, n: dict) -> str:
     """The kind of each granularity's kernel, W with interval, alpha and the floor."""
     rows = [[
         name + (" (model)" if name == n["settings"]["model_granularity"] else ""), g["kind"] or "(duplicate)",
-        _ival(g["W"], g["W_interval"]), _fmt(g["W_bytes"]), g["decay_model"] or "–",
-        _ival(g["alpha"], g["alpha_interval"]), _fmt(g["floor_bits"]),
+        _ival(g["W"], g["W_interval"]), _fmt(g["xi"]), _ival(g["alpha"], g["alpha_interval"]),
+        _ival(g["crossover"], g["crossover_interval"]), _fmt(g["floor_bits"]), _fmt(g["chi2_dof"]),
     ] for name, g in n["granularities"].items()]
-    head = ["granularity", "kernel", "W, tokens (q90) [interval]", "W, bytes", "decay model",
-            "power law α [CI]", "floor, bits"]
+    head = ["granularity", "kernel", "W, tokens (q90) [interval]", "ξ, tokens", "tail α [CI]", "r_x, tokens [CI]",
+            "floor, bits", "χ²/dof"]
     text = (
-        "Each profile is fitted by a power law and by an exponential, each with a floor (weighted least squares "
-        "on I over the well-populated offsets); the kernel is *characteristic* (or *local*, within a few tokens) "
-        "when the exponential fits better, beyond its jackknife error, and its q90 width W lies well inside the "
-        "profiled range, *scale-free* otherwise. Intervals: the fits repeated on each jackknife replicate."
+        "Each profile is fitted by an exponential, a power law and their sum, each with a floor (weighted least "
+        "squares on I); a richer model is chosen where it fits better beyond its jackknife error. The kernel is "
+        "*composite* (a local part of width W on a power-law tail that takes over at r_x), *scale-free*, "
+        "*characteristic* or *local* (a length of its own), *periodic* or *none*; χ²/dof says whether the model "
+        "describes the data. Intervals: the fits repeated on each jackknife replicate."
     )
     reasons = "\n".join(f"- {w.granularity}: {w.reason}" for w in analysis.widths.values())
     return text + "\n\n" + _table(head, rows) + "\n\n" + reasons
@@ -281,22 +289,24 @@ def _widths(analysis: Analysis, n: dict) -> str:
 
 def _selfsim(analysis: Analysis, n: dict) -> str:
     """The verdict and its reasons."""
-    return f"Verdict: **{n['verdict']}**.\n\n" + "\n".join(f"- {r}" for r in analysis.self_similarity.reasons)
+    onset = (f" from r = {_fmt(n['onset_tokens'])} tokens of {n['settings']['model_granularity']}"
+             if n["verdict"] == "self-similar" else "")
+    return f"Verdict: **{n['verdict']}**{onset}.\n\n" + "\n".join(f"- {r}" for r in analysis.self_similarity.reasons)
 
 
 def _recommendation(analysis: Analysis, n: dict) -> str:
     """The base with its bounds, the extension, the reasons, the other rules and the configs."""
     rec, st = analysis.recommendation, n["settings"]
-    lines = [
-        f"- rope_theta = **{_fmt(n['rope_theta'])}** for head dimension {st['head_dim']} and L_train = "
-        f"{st['train_length']}, read at {st['model_granularity']}: the larger of b_A = {_fmt(n['base_from_data'])} "
-        f"(θ* = {n['theta_star']:.3g} rad/token inside the grid, margin {st['margin']:g}) and Men et al.'s bound "
-        f"{_fmt(n['base_men'])}",
-    ]
+    source = ("set by the data (b_A, θ* = " f"{n['theta_star']:.3g} rad/token inside the grid)"
+              if n["rope_theta_bound"] == "data" else "the data do not constrain the base: Men et al.'s bound for L_train")
+    lines = [f"- rope_theta = **{_fmt(n['rope_theta'])}** for head dimension {st['head_dim']} and L_train = "
+             f"{st['train_length']}, read at {st['model_granularity']}: {source}"]
     if n["extension"]:
         e = n["extension"]
+        betas = (f", beta_fast {_fmt(e['beta_fast'])}, beta_slow {_fmt(e['beta_slow'])}"
+                 if e["beta_fast"] is not None else "")
         lines.append(f"- extension to {st['target_length']} tokens: {EXTENSION_NAMES.get(e['method'], e['method'])}, "
-                     f"factor {e['factor']:g}")
+                     f"factor {e['factor']:g}{betas}")
     lines += [f"- {r}" for r in rec.reasons]
     rules = _table(["rule", "base", "θ* band", "bands slower"],
                    [[g.rule, _fmt(_clean(g.base)), str(g.theta_star_band), str(g.bands_slower)]
@@ -340,7 +350,7 @@ def _order(profile: Profile) -> list[str]:
     return sorted(profile.granularities, key=lambda k: profile.granularities[k].get("bytes_per_token") or math.inf)
 
 
-def _fmt(x: float | int | None) -> str:
+def _fmt(x: float | None) -> str:
     """A number for text: integers with separators, floats from 100 up whole, else 3 significant digits."""
     if x is None:
         return "–"

@@ -74,32 +74,45 @@ def _num(x: float | None, fmt: str = ".1f") -> str:
     return "" if x is None or x != x else format(x, fmt)
 
 
+def _ci(x: float | None, ci: tuple[float, float] | None, fmt: str) -> str:
+    """A value with its interval, blank for None."""
+    return f"{_num(x, fmt)} [{_num(ci[0], fmt)}, {_num(ci[1], fmt)}]" if x is not None and ci else _num(x, fmt)
+
+
 def render_widths(analysis: Analysis) -> str:
-    """One line per granularity: the kind of its kernel, W with interval, alpha, the floor."""
+    """One line per granularity: the kind of its kernel, its lengths and exponent, the floor, the fit."""
     rows = [{
-        "granularity": w.granularity, "kind": w.kind,
-        "W (tokens)": f"{_num(w.W)} [{_num(w.ci_low)}, {_num(w.ci_high)}]" if w.W is not None else "",
-        "W (bytes)": _num(w.W_bytes, ".0f"),
-        "alpha": f"{_num(w.alpha, '.2f')} [{_num(w.alpha_ci[0], '.2f')}, {_num(w.alpha_ci[1], '.2f')}]" if w.alpha_ci else "",
-        "floor (bits)": _num(w.floor, ".4f"), "r_max": f"{w.r_max:.0f}",
+        "granularity": w.granularity, "kind": w.kind + (f" {w.period}" if w.period else ""),
+        "W (tokens)": _ci(w.W, (w.ci_low, w.ci_high) if w.W is not None else None, ".1f"),
+        "xi": _ci(w.xi, w.xi_ci, ".2f"), "alpha": _ci(w.alpha, w.alpha_ci, ".2f"),
+        "r_x": _ci(w.crossover, w.crossover_ci, ".1f"), "floor (bits)": _num(w.floor, ".4f"),
+        "chi2/dof": _num(w.chi2_dof, ".2f"), "r_max": f"{w.r_max:.0f}",
     } for w in analysis.widths.values()]
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40, tbl_width_chars=200):
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
+                   fmt_str_lengths=40, tbl_width_chars=200):
         table = str(pl.DataFrame(rows))
-    return "dependency kernels (decay above a floor; W = q90 of the fitted kernel):\n" + table
+    notes = [f"  - {w.granularity}: the {w.preferred_model} model does not describe the data (chi2/dof "
+             f"{w.chi2_dof:.1f} > 2)" for w in analysis.widths.values() if w.chi2_dof is not None and not w.fits_data]
+    return ("dependency kernels (I = A e^(-(r-1)/xi) + B r^-alpha + floor, the parts the data show; W = q90 of the "
+            "local part; r_x = where the tail takes over):\n" + table + "".join("\n" + n for n in notes))
 
 
 def render_selfsim(analysis: Analysis) -> str:
-    """Widths, then the verdict and its reasons."""
+    """Widths, then the verdict with its range and reasons."""
     ss = analysis.self_similarity
-    lines = [render_widths(analysis), f"self-similarity: {ss.verdict}"]
+    where = (f" from r = {ss.onset_tokens:.1f} {ss.granularity} tokens" + (f" ({ss.onset_bytes:.0f} bytes)"
+             if ss.onset_bytes is not None else "") + f" to {ss.r_max:.0f}") if ss.verdict == "self-similar" else ""
+    lines = [render_widths(analysis), f"self-similarity: {ss.verdict}{where}"]
     lines += [f"  - {r}" for r in ss.reasons]
     return "\n".join(lines)
 
 
 def render_recommendation(rec: Recommendation) -> str:
     """The recommendation in words, the other rules side by side, and the config to paste."""
-    lines = [f"recommended rope_theta: {rec.rope_theta:.4g} (head_dim {rec.head_dim}, L_train {rec.train_length}, "
-             f"read at {rec.granularity}; set by {'the data' if rec.bound == 'data' else rec.bound})"]
+    setting = f"head_dim {rec.head_dim}, L_train {rec.train_length}, read at {rec.granularity}"
+    lines = [f"rope_theta set by your data: {rec.rope_theta:.4g} ({setting})" if rec.bound == "data" else
+             f"your data do not constrain the base: Men et al.'s bound for L_train, rope_theta {rec.rope_theta:.4g} "
+             f"({setting})"]
     lines += [f"  - {r}" for r in rec.reasons]
     lines.append(f"  {'rule':<34} {'base':>10} {'theta* band':>12} {'bands slower':>13}")
     for g in (rec.recommended, *rec.alternatives):

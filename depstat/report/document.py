@@ -135,12 +135,12 @@ def _sections(profile: Profile, a: Analysis) -> list[Section]:
 
 def _groups(groups: Groups, figure: bool) -> list[Block]:
     """One row per group (each profiled and analysed on its share of the sample), and the profiles overlaid."""
-    header = ["group", "docs", "granularity", "kernel", "W", "verdict", "D", "rope_theta", "extension", "note"]
+    header = ["group", "docs", "granularity", "kernel", "W", "verdict", "onset", "rope_theta", "extension", "note"]
     rows = []
     for g in groups.groups:
         r = g.row()
         rows.append([str(r["group"]), str(r["docs"]), r.get("granularity") or "", r.get("kernel") or "", _num(r.get("W")),
-                     r.get("verdict") or "", _num(r.get("D")), _num(r.get("rope_theta")), r.get("extension") or "",
+                     r.get("verdict") or "", _num(r.get("onset")), _num(r.get("rope_theta")), r.get("extension") or "",
                      r.get("note") or ""])
     blocks: list[Block] = [Para("Each group is profiled and analysed on its share of the sample, with the same "
                                 "offsets, granularities and settings as the whole corpus."), Table(header, rows)]
@@ -151,11 +151,14 @@ def _summary(a: Analysis) -> list[Block]:
     """Three lines: the base, the verdict, the extension."""
     rec = a.recommendation
     w = a.widths[a.granularity]
-    width = f"W = {_num(w.W)} tokens" if w.W is not None else w.kind
+    ss = a.self_similarity
+    width = f"{w.kind}, W = {_num(w.W)} tokens" if w.W is not None else w.kind
+    source = "set by the data" if rec.bound == "data" else "the data do not constrain the base: Men et al.'s bound"
     items = [
         f"rope_theta = {rec.rope_theta:.4g} for head dimension {rec.head_dim} and L_train = {rec.train_length} "
-        f"({width} at {rec.granularity}; set by {'the data' if rec.bound == 'data' else rec.bound})",
-        f"self-similarity: {a.self_similarity.verdict}",
+        f"({width} at {rec.granularity}; {source})",
+        f"self-similarity: {ss.verdict}" + (f" from r = {ss.onset_tokens:.1f} tokens" if ss.verdict == "self-similar"
+                                            else ""),
     ]
     if rec.extension:
         method = EXTENSION_NAMES.get(rec.extension.method, rec.extension.method)
@@ -198,20 +201,22 @@ def _granularities(profile: Profile, a: Analysis) -> list[Block]:
             _num(facts.get("vocab_size")),
             _num(facts.get("n_tokens")),
             f"{facts['bytes_per_token']:.2f}" if facts.get("bytes_per_token") else "–",
-            w.kind if w else "(duplicate)",
+            (w.kind + (f" {w.period}" if w.period else "")) if w else "(duplicate)",
             _interval(w.W, w.ci_low, w.ci_high) if w and w.W is not None else "–",
-            _num(w.W_bytes) if w else "–",
             _interval(w.alpha, *w.alpha_ci) if w and w.alpha_ci else "–",
+            _interval(w.crossover, *w.crossover_ci) if w and w.crossover_ci else "–",
             _num(w.floor) if w else "–",
+            _num(w.chi2_dof) if w else "–",
         ])
     return [
-        Table(["granularity", "vocab", "tokens", "bytes/token", "kernel", "W (tokens) [interval]", "W (bytes)",
-               "power-law α [CI]", "floor (bits)"], rows),
+        Table(["granularity", "vocab", "tokens", "bytes/token", "kernel", "W (tokens) [interval]",
+               "tail α [CI]", "r_x (tokens) [CI]", "floor (bits)", "χ²/dof"], rows),
         Para(
-            "Each profile is fitted by a power law and by an exponential, each with a floor (weighted least "
-            "squares on I); the kernel is 'characteristic' or 'local' when the exponential fits better, beyond "
-            "its jackknife error, and its q90 width W lies well inside the profiled range, 'scale-free' otherwise. "
-            "Intervals come from the fits repeated on each jackknife replicate."
+            "Each profile is fitted by an exponential, a power law and their sum, each with a floor (weighted "
+            "least squares on I); a richer model is chosen where it fits better beyond its jackknife error. "
+            "'composite': a local part of width W on a power-law tail that takes over at r_x; 'characteristic' "
+            "or 'local': a length of its own; 'periodic': peaks at multiples of a period. χ²/dof above 2: the "
+            "model does not describe the data. Intervals come from the fits repeated on each jackknife replicate."
         ),
         Items([f"{w.granularity}: {w.reason}" for w in a.widths.values()]),
         Fig("mi_profile"),
@@ -219,14 +224,13 @@ def _granularities(profile: Profile, a: Analysis) -> list[Block]:
 
 
 def _self_similarity(a: Analysis) -> list[Block]:
-    """The verdict, its reasons and the slope cells behind it."""
+    """The verdict, its reasons and the tail exponents behind it."""
     ss = a.self_similarity
     blocks: list[Block] = [Para(f"Verdict: {ss.verdict}."), Items(list(ss.reasons))]
-    if ss.cells:
+    if ss.exponents:
         blocks.append(Table(
-            ["granularity", "bytes from", "to", "local slope ± se", "bias term", "offsets", "compared"],
-            [[c.granularity, _num(c.x_low), _num(c.x_high), f"{c.slope:.2f} ± {c.se:.2f}", f"{c.bias:.2f}",
-              str(c.n_points), "yes" if c.compared else "no"] for c in ss.cells],
+            ["granularity", "tail α [CI]", "onset (bytes)"],
+            [[e.granularity, _interval(e.alpha, *e.interval), _num(e.onset_bytes)] for e in ss.exponents],
         ))
     blocks.append(Fig("slopes"))
     return blocks
@@ -352,31 +356,31 @@ def _draw_profile(ax: Axes, t: pl.DataFrame, colour: str, floor: float) -> None:
 
 
 def _fig_slopes(profile: Profile, a: Analysis) -> Figure:
-    """The verdict's slope cells: one segment per (granularity, cell) at its slope, with error bars."""
+    """Each granularity's tail (I minus its floor and local part) on the byte axis, with its fitted power law."""
     fig = _figure((9.5, 5))
     ax = fig.subplots()
     colours = _colours(profile)
     ss = a.self_similarity
-    if not ss.cells:
-        _empty(ax, "no slope cell is measurable: " + ss.reasons[0][:80])
+    shown = [w for w in a.widths.values() if w.alpha is not None and w.preferred_model in ("power", "composite")]
+    if not shown:
+        _empty(ax, "no granularity has a power-law tail: " + ss.reasons[0][:80])
         return fig
-    for c in ss.cells:
-        mid = math.sqrt(c.x_low * c.x_high)
-        style = "-" if c.compared else ":"
-        ax.hlines(c.slope, c.x_low, c.x_high, color=colours.get(c.granularity, "0.3"), lw=2, linestyles=style)
-        ax.errorbar(mid, c.slope, yerr=c.se, color=colours.get(c.granularity, "0.3"), capsize=3, lw=1)
-    if ss.alpha is not None:
-        ax.axhspan(ss.alpha - ss.margin, ss.alpha + ss.margin, color="0.5", alpha=0.12, lw=0,
-                   label=f"mean α ± margin {ss.margin:g}")
-    ax.set(xscale="log", xlabel="offset × bytes per token (bytes)", ylabel="local slope −d log I / d log x",
-           title=f"verdict: {ss.verdict}")
+    for w in shown:
+        t = _rows(profile, w.granularity)
+        f = w.fits[w.preferred_model]
+        r = t["offset"].to_numpy().astype(float)
+        x, tail = r * (w.bytes_per_token or 1.0), t["mi_bits"].to_numpy() - f.floor - f.local(r)
+        keep = tail > 0
+        colour = colours.get(w.granularity, "0.3")
+        ax.plot(x[keep], tail[keep], "o", color=colour, ms=3.5,
+                label=f"{w.granularity}: α = {w.alpha:.2f}" + (" (model)" if w.granularity == a.granularity else ""))
+        ax.plot(x, f.tail(r), "-", color=colour, lw=1)
+    if ss.onset_bytes is not None:
+        ax.axvline(ss.onset_bytes, color="k", ls="--", lw=1, label=f"onset, {ss.onset_bytes:.0f} bytes")
+    ax.set(xscale="log", yscale="log", xlabel="offset × bytes per token (bytes)",
+           ylabel="I(r) − floor − local part (bits)", title=f"tails on one byte axis; verdict: {ss.verdict}")
     ax.grid(True, which="major", alpha=0.3)
-    grans = sorted({c.granularity for c in ss.cells})
-    apart = {c.granularity for c in ss.cells if not c.compared}
-    handles = [Line2D([], [], color=colours.get(n, "0.3"), lw=2, ls=":" if n in apart else "-",
-                      label=n + (" (not compared)" if n in apart else "")) for n in grans]
-    handles.append(Patch(color="0.5", alpha=0.12, label=f"mean α ± margin {ss.margin:g}"))
-    fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    ax.legend(loc="lower left", fontsize=8)
     return fig
 
 
@@ -389,11 +393,18 @@ def _fig_kernel(profile: Profile, a: Analysis) -> Figure:
     r, mi = t["offset"].to_numpy().astype(float), t["mi_bits"].to_numpy()
     above = mi - (w.floor or 0.0)
     keep = above > 0
-    ax.plot(r[keep], above[keep], "o", color="C0", ms=4, label=f"I(r) − floor, {a.granularity}")
+    se = t["se"].to_numpy()
+    ax.errorbar(r[keep], above[keep], yerr=np.minimum(se[keep], 0.99 * above[keep]), fmt="o", color="C0", ms=4,
+                capsize=2, lw=0.8, label=f"I(r) − floor, {a.granularity} (± se)")
     if w.preferred_model:
         f = w.fits[w.preferred_model]
         x = np.geomspace(1, max(r.max(), rec.train_length), 300)
         ax.plot(x, f.predict(x) - f.floor, color="C0", lw=1.3, label=f"{w.preferred_model} fit")
+        if w.preferred_model == "composite":
+            ax.plot(x, f.local(x), color="C1", ls=":", lw=1.1, label=f"local part, ξ = {f.xi:.2f}")
+            ax.plot(x, f.tail(x), color="C2", ls=":", lw=1.1, label=f"tail, α = {f.alpha:.2f}")
+    if w.crossover is not None and w.crossover > 1:
+        ax.axvline(w.crossover, color="C2", lw=1.2, ls="--", label=f"r_x = {w.crossover:.1f} tokens")
     if w.W is not None:
         if w.ci_low is not None and w.ci_high is not None:
             ax.axvspan(w.ci_low, w.ci_high, color="C3", alpha=0.12, lw=0, label="W interval")
@@ -512,7 +523,7 @@ def _wavelength(theta: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- number formats
 
 
-def _num(x: float | int | None) -> str:
+def _num(x: float | None) -> str:
     """A number for text: whole numbers from 100 up (separators from 10,000), else 3 significant digits."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"

@@ -73,11 +73,12 @@ def summary(result: dict) -> str:
                      f"{result['tenth_worse']}")
     elif kind == "pi":
         for e in result["scorecard"]:
-            ci = e["pi_minus_yarn_ci"]
+            ci, gap = e["pi_minus_yarn_ci"], e["depstat_minus_best"]
             lines.append(f"  {e['data']:<16} depstat: {e['predicted_method']:<4} ({e['dilation']}; {e['verdict']}); "
-                         f"better: {e['best_method']:<4} (PI - YaRN {e['metric']} {e['pi_minus_yarn_accuracy']:+.3f} "
-                         f"[{ci[0]:+.3f}, {ci[1]:+.3f}]) -> {({True: 'right', False: 'wrong'}).get(e['correct'], 'tie')}")
-        lines.append(f"depstat's method: {result['correct']} kinds of data")
+                         f"best: {e['best_method']:<12} depstat - best {gap[0]:+.3f} [{gap[1]:+.3f}, {gap[2]:+.3f}]; "
+                         f"PI - YaRN {e['metric']} {e['pi_minus_yarn_accuracy']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}] "
+                         f"-> {'right' if e['correct'] else 'wrong'}")
+        lines.append(f"depstat's config: {result['correct']}")
     elif kind == "lerope":
         d, y = result["loss_delta_vs_rope_paired"], result["yarn_at_4L"]["lerope_minus_rope"]
         frac = result["frozen_gain_fraction"]
