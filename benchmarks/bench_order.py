@@ -60,7 +60,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from bench_analysis import _bible, _fortunes
+from corpora import bible, fortunes
 from benchlib import format_table, machine_line
 
 from depstat.estimate import estimators as est
@@ -280,7 +280,7 @@ def table_documents_end(seeds: list[int]) -> str:
 def table_real_documents_end() -> str:
     out = []
     with tempfile.TemporaryDirectory() as tmp:
-        corpora = {"KJV chapters": (_bible(Path(tmp)) or {}).get("chapters"), "fortunes": _fortunes(Path(tmp))}
+        corpora = {"KJV chapters": (bible(Path(tmp)) or {}).get("chapters"), "fortunes": fortunes(Path(tmp))}
         for name, path in corpora.items():
             if path is None:
                 out.append(f"{name}: not installed")
