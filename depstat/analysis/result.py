@@ -62,15 +62,15 @@ class Analysis:
 
     @property
     def width_table(self) -> pl.DataFrame:
-        """One row per granularity: kind, W (tokens and bytes) with interval, alpha, floor, r_max."""
+        """One row per granularity: kind, W with interval, xi, alpha with interval, r_x, floor, chi2/dof, r_max."""
         return pl.DataFrame([{
             "granularity": w.granularity, "kind": w.kind, "W": w.W, "W_low": w.ci_low, "W_high": w.ci_high,
-            "W_bytes": w.W_bytes, "alpha": w.alpha, "alpha_low": w.alpha_ci[0] if w.alpha_ci else None,
-            "alpha_high": w.alpha_ci[1] if w.alpha_ci else None, "floor_bits": w.floor,
-            "preferred_model": w.preferred_model, "r_max": w.r_max,
-        } for w in self.widths.values()], schema_overrides={"W": pl.Float64, "W_low": pl.Float64,
-                                                            "W_high": pl.Float64, "W_bytes": pl.Float64,
-                                                            "alpha": pl.Float64, "floor_bits": pl.Float64})
+            "W_bytes": w.W_bytes, "xi": w.xi, "alpha": w.alpha, "alpha_low": w.alpha_ci[0] if w.alpha_ci else None,
+            "alpha_high": w.alpha_ci[1] if w.alpha_ci else None, "crossover": w.crossover, "floor_bits": w.floor,
+            "chi2_dof": w.chi2_dof, "period": w.period, "model": w.preferred_model, "r_max": w.r_max,
+        } for w in self.widths.values()], schema_overrides={c: pl.Float64 for c in (
+            "W", "W_low", "W_high", "W_bytes", "xi", "alpha", "alpha_low", "alpha_high", "crossover", "floor_bits",
+            "chi2_dof")} | {"period": pl.Int64})
 
     def to_dict(self) -> dict:
         """The ``settings``, ``W``, ``self_similarity`` and ``recommendation`` sections of summary.json."""
