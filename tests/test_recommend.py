@@ -79,22 +79,29 @@ def test_a_characteristic_length_sets_the_base_and_others_leave_it_to_men() -> N
         assert "your data do not constrain the base" in rec.reasons[-1]
 
 
-def test_betas_follow_the_onset_and_pi_is_their_limit() -> None:
-    """Self-similar from r_x: beta_fast = L / (2 r_x), beta_slow from where the tail holds 90 %;
-    from the first offset every band is interpolated, which is PI."""
-    w = _width("composite", 3.0, 3.8)
-    fast, slow, _ = yarn_betas(w, _similarity("self-similar", 3.8), 2048, 1e-3)
-    r90 = COMPOSITE.tail_from(0.9)
-    assert fast == pytest.approx(2048 / 7.6) and slow == pytest.approx(min(2048 / (2 * r90), fast / 2))
-    assert 3.8 < r90 < 20
-    rec = recommend(w, _similarity("self-similar", 3.8), 128, 2048, 8192)
-    assert rec.extension.method == "yarn" and rec.extension.beta_fast == pytest.approx(fast)
-    assert rec.rope_parameters["rope_parameters"]["beta_fast"] == pytest.approx(fast)
-    power = DecayFit("power", 0.0, 1.0, 0.5, 0.6, 0.0, 0.0, 28)
-    pi = recommend(_width("scale-free", None, 1.0, power), _similarity("self-similar", 1.0), 128, 2048, 8192)
-    assert pi.extension.method == "pi" and pi.rope_parameters["rope_parameters"]["rope_type"] == "linear"
-    other = recommend(w, _similarity("inconclusive"), 128, 2048, 8192).extension
-    assert (other.method, other.beta_fast, other.beta_slow) == ("yarn", 32.0, 1.0)
+def test_betas_follow_the_local_reach_and_the_profile_reach() -> None:
+    """beta_fast = L / (2 r_local): the onset, W or the crossover, at least s; beta_slow = L / (2 r_reach),
+    at most beta_fast / 2. The extension is YaRN from one corpus, PI only where data dilate."""
+    cases = [
+        (_width("composite", 3.0, 3.8), _similarity("self-similar", 3.8), 4.0),  # the onset is within s
+        (_width("composite", 3.0, 3.8), _similarity("self-similar", 12.0), 12.0),  # an onset moved past a break
+        (_width("characteristic", 30.0, fit=DecayFit("exponential", 1, 13.0, 0, 0, 0.01, 0, 28)),
+         _similarity("not self-similar"), 30.0),
+        (_width("composite", 3.0, 9.0), _similarity("inconclusive"), 9.0),  # the crossover
+    ]
+    for width, similarity, local in cases:
+        fast, slow, why = yarn_betas(width, similarity, 2048, 4.0)
+        assert fast == pytest.approx(2048 / (2 * local)) and slow == pytest.approx(min(0.5, fast / 2)), why
+        ext = recommend(width, similarity, 128, 2048, 8192).extension
+        assert ext.method == "yarn" and (ext.beta_fast, ext.beta_slow) == (fast, slow)
+    periodic = Width("g", "periodic", None, None, None, None, None, 0.0, None, "composite", 1600.0, 4.0, "t",
+                     {"composite": COMPOSITE}, period=7)
+    fast, slow, _ = yarn_betas(periodic, _similarity("not self-similar"), 2048, 4.0)
+    assert fast == pytest.approx(2048 / 3200) and slow == pytest.approx(fast / 2)  # every measured band kept
+    rec = recommend(cases[0][0], cases[0][1], 128, 2048, 8192)
+    turns = 2048 * frequencies(rec.rope_theta, 128) / (2 * math.pi)
+    assert rec.extension.bands_kept == int((turns > 256).sum()) >= 1
+    assert rec.rope_parameters["rope_parameters"]["beta_fast"] == pytest.approx(256)
 
 
 WIDTHS = st.one_of(

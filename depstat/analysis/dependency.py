@@ -216,14 +216,23 @@ def fit_decay(r: np.ndarray, mi: np.ndarray, se: np.ndarray, model: str,
                   "composite": [[math.log(peak / 2), 0.0, math.log(peak / 2), a, 0.0] for a in (0.3, 0.8)]
                   + [[math.log(peak), math.log(2.0), math.log(peak / 10), 0.5, 0.0]]}[model]
 
+    log_r = np.log(r)
+
     def residual(p: np.ndarray) -> np.ndarray:
         a, xi, b, alpha, c = _unpack(model, p)
         return (a * np.exp(-(r - 1) / xi) + b * r**-alpha + c - y) / sigma
 
+    def jacobian(p: np.ndarray) -> np.ndarray:
+        a, xi, b, alpha, c = _unpack(model, p)
+        local, tail = a * np.exp(-(r - 1) / xi), b * r**-alpha
+        parts = {"exponential": (local, local * (r - 1) / xi), "power": (tail, -tail * log_r),
+                 "composite": (local, local * (r - 1) / xi, tail, -tail * log_r)}[model]
+        return np.column_stack([*parts, np.ones_like(r)]) / sigma[:, None]
+
     best = None
     for x0 in starts:
         try:
-            res = optimize.least_squares(residual, np.clip(x0, lo, hi), bounds=(lo, hi), x_scale="jac")
+            res = optimize.least_squares(residual, np.clip(x0, lo, hi), jac=jacobian, bounds=(lo, hi), x_scale="jac")
         except (ValueError, FloatingPointError):
             continue
         if best is None or res.cost < best.cost:
