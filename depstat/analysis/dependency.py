@@ -490,10 +490,10 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
     common.update(alpha=alpha, alpha_ci=alpha_ci, xi=xi, xi_ci=xi_ci)
     if model == "composite":
         cross, lo, hi = _log_interval(f, lambda x: x.crossover() or 1.0, confidence)
-        cross_ci = (lo, hi)
+        cross_ci = (max(lo, 1.0), hi)  # offsets start at 1
         reason = (f"a local part (90 % within {W:.1f} tokens [{w_ci[0]:.1f}, {w_ci[1]:.1f}]) on a power-law tail "
                   f"(alpha = {alpha:.2f} [{alpha_ci[0]:.2f}, {alpha_ci[1]:.2f}]) that carries most of I above the "
-                  f"floor from r = {cross:.1f} [{lo:.1f}, {hi:.1f}]")
+                  f"floor from r = {cross:.1f} [{cross_ci[0]:.1f}, {hi:.1f}]")
         return Width(**base, **common, kind="composite", W=W, ci_low=w_ci[0], ci_high=w_ci[1], crossover=cross,
                      crossover_ci=cross_ci, reason=reason + quality)
     if model == "exponential":
