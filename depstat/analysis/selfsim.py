@@ -278,10 +278,12 @@ def _self_similarity(fits: dict[str, Fitted], widths: dict[str, Width], model: s
         return verdict("not self-similar", f"{tail_text}; {change_text(first)}: beyond the margin {margin:g} by its "
                                            "error, and from no later offset within it, so a dilation changes the "
                                            "shape", **where)
-    return verdict("inconclusive", f"{tail_text}; {change_text(first)}: not within the margin {margin:g} nor beyond "
-                                   f"it by its error, from this or any later offset that leaves {MIN_SPAN:g}x of "
-                                   "offsets; profile more tokens (or longer documents) to decide",
-                   **where)
+    short = first.within(margin)  # within the margin, but over less than MIN_SPAN of offsets
+    why = (f"within the margin {margin:g}, but measured over less than {MIN_SPAN:g}x of offsets" if short else
+           f"not within the margin {margin:g} nor beyond it by its error, from this or any later offset that "
+           f"leaves {MIN_SPAN:g}x of offsets")
+    return verdict("inconclusive", f"{tail_text}; {change_text(first)}: {why}; profile more tokens (or longer "
+                                   "documents) to decide", **where)
 
 
 @dataclass(frozen=True)
