@@ -40,7 +40,8 @@ import polars as pl
 
 import depstat
 from depstat.io import synth
-from depstat.analysis.dependency import curve, exact_curve, fitted, kernel_width
+from depstat.analysis.dependency import curve, fitted, kernel_width
+from depstat.analysis.known import exact_curve
 
 # The bundled corpus, whether the notebook runs from the repository root or from notebooks/.
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "python-docs.jsonl.gz").is_file())
@@ -116,14 +117,21 @@ plt.show()
 # One row per estimator: the worst error relative to the bar, the error at r = 1 and at
 # the longest offset, how many of the 23 intervals contain the exact value, and what
 # `depstat.analysis.dependency` reads from the profile as a kernel (section 3 explains it): its
-# *kind*, the width W that notebook 3 turns into a RoPE base, and the *floor*, the part
-# of I(r) that reaches every offset alike. The same is read from the exact profile
-# (`exact_curve`: no errors, no replicates).
+# *kind*, the width W that notebook 3 turns into a RoPE base, and what the chosen fit keeps
+# at the longest offset beyond its local part (`far`: its floor, the part of I(r) that
+# reaches every offset alike, plus any power-law tail). The same is read from the exact
+# profile (`depstat.analysis.known.exact_curve`: no errors, no replicates).
 
 # %%
 def width(table: pl.DataFrame, name: str = "sample") -> depstat.analysis.dependency.Width:
     """Kernel width of one `mi_profile` table (`curve` selects a granularity, so the table gets one)."""
     return kernel_width(fitted(curve(table.with_columns(granularity=pl.lit(name)), name)))
+
+
+def far(w: depstat.analysis.dependency.Width) -> float:
+    """The chosen fit at the longest offset less its local part: floor plus tail."""
+    fit = w.fits[w.preferred_model]
+    return float(fit.floor + fit.tail(w.r_max))
 
 
 def scorecard(tables: dict[str, pl.DataFrame], exact: np.ndarray) -> pl.DataFrame:
@@ -136,7 +144,7 @@ def scorecard(tables: dict[str, pl.DataFrame], exact: np.ndarray) -> pl.DataFram
         rows.append({
             "estimator": name, "worst |error| / bar": np.abs(err / tol).max(), "error at r=1": err[0],
             "error at r=2048": err[-1], "intervals covering exact": f"{covered.sum()}/{len(exact)}",
-            "kind": w.kind, "W": w.W, "floor (bits)": w.floor,
+            "kind": w.kind, "W": w.W, "alpha": w.alpha, "floor (bits)": w.floor, "far (bits)": far(w),
         })
     return pl.DataFrame(rows)
 
@@ -153,10 +161,13 @@ card
 # - **plug-in** (maximum-likelihood entropies) is off by tenths of a bit *where the truth
 #   is zero*, and its profile never comes down (`error at r=2048`). That is the way plug-in
 #   misleads: not a small offset everywhere, but a long flat tail that looks like
-#   long-range dependence. Read as a kernel, the tail goes into the **floor**: both decay
-#   models that `depstat.analysis.dependency` fits carry a constant floor, so what reaches every
-#   offset alike is not counted as long dependencies, and plug-in's W stays close to the
-#   exact one (compared in the cell below). The floor column is where its bias shows.
+#   long-range dependence. Read as a kernel, the tail is not counted as long dependencies:
+#   plug-in (and Miller–Madow) come out `composite`, an exponential local part on a
+#   "power-law tail" whose exponent α is zero, B r⁰ = B, a constant: a second floor, which
+#   the fit splits from the floor arbitrarily (so the floor column alone shows little). W,
+#   read from the local part, stays close to the exact one (compared in the cell below); the
+#   `far` column, floor plus tail, is where the bias shows. The unbiased estimators are
+#   `characteristic`, as the exact profile is.
 # - **miller-madow** removes the first-order bias term and is still far off; **grassberger**
 #   and the **jackknife** correction get within a few times the bar (the jackknife
 #   over-corrects into negative values at long offsets); the null-corrected
@@ -171,7 +182,8 @@ card
 for name, t in estimates.items():
     w = widths[name]
     print(f"{name:>22}: error at r=1 {100 * (t['mi_bits'][0] - truth[0]) / truth[0]:+.1f} % of I(1); "
-          f"W {w.W:.1f} vs exact {true_width.W:.1f}; floor {w.floor:.3f} bits")
+          f"W {w.W:.1f} vs exact {true_width.W:.1f}; {w.kind}, alpha {w.alpha if w.alpha is None else round(w.alpha, 3)}; "
+          f"floor {w.floor:.3f}, far {far(w):.3f} bits")
 
 # %% [markdown]
 # ### Why the plug-in tail is there
@@ -272,10 +284,13 @@ assert default_row["worst |error| / bar"] < 1.5, default_row
 assert plugin_row["worst |error| / bar"] > 20 and plugin_row["error at r=2048"] > 0.1, plugin_row
 assert by_name["jackknife"]["error at r=2048"] < 0
 assert by_name["rotation"]["error at r=1"] < 0 and by_name["shuffle"]["error at r=1"] < 0 < default_row["error at r=1"]
-assert true_width.kind == "characteristic" and all(w.kind == "characteristic" for w in widths.values())
+assert true_width.kind == "characteristic" and true_width.floor < 1e-6
+biased = {"plugin", "miller-madow"}
+assert all(w.kind == "characteristic" for n, w in widths.items() if n not in biased)
+assert all(widths[n].kind == "composite" and widths[n].alpha < 0.01 for n in biased)  # a flat "tail": a second floor
 assert abs(widths[depstat.DEFAULT_ESTIMATOR].W - true_width.W) <= 0.1 * true_width.W
-assert abs(widths["plugin"].W - true_width.W) <= 0.25 * true_width.W  # the plug-in tail goes into the floor ...
-assert widths["plugin"].floor > 0.1 and widths[depstat.DEFAULT_ESTIMATOR].floor < 0.01  # ... and shows there
+assert abs(widths["plugin"].W - true_width.W) <= 0.25 * true_width.W  # the plug-in tail does not fool W ...
+assert far(widths["plugin"]) > 0.1 and far(widths[depstat.DEFAULT_ESTIMATOR]) < 0.01  # ... and shows beyond it
 assert sig[:5].all() and not sig[-5:].any()
 
 # %% [markdown]
@@ -284,18 +299,22 @@ assert sig[:5].all() and not sig[-5:].any()
 # `depstat.analysis.dependency` reads a profile as a *kernel*: how far the dependencies reach.
 # `curve` takes one granularity's rows from a profile table (with the whole-profile
 # jackknife replicates that `mi_profile` records), leaving out offsets that rest on few
-# documents; `fitted` fits two decay models, each with a constant floor, to the profile and
-# to every replicate:
+# documents; `fitted` fits three decay models, each with a constant floor, to the profile
+# and to every replicate:
 #
-# - a power law, I = A r^−α + floor: no length of its own;
-# - an exponential, I = A exp(−(r − 1)/ξ) + floor: a characteristic length ξ.
+# - an exponential, I = A exp(−(r − 1)/ξ) + floor: a characteristic length ξ;
+# - a power law, I = B r^−α + floor: no length of its own;
+# - a composite, A exp(−(r − 1)/ξ) + B r^−α + floor: a local part on a scale-free tail.
 #
-# `kernel_width` prefers the power law unless the exponential's weighted residual is smaller
-# beyond its jackknife error, and says what the data show (`Width.kind`): `characteristic`
-# (the exponential wins so and its width
-# **W = ξ ln 10**, the offset within which 90 % of the kernel above the floor lies, is well
-# inside the profiled range), `local` (the same with W of a few tokens), `scale-free` (no
-# length of its own: W is None) or `none`. The interval of W comes from the replicates.
+# `Fitted.model` is the power law unless the exponential's chi² gain over it is above zero
+# by its one-sided jackknife bound (and by AICc); the composite where it gains so over both
+# and its tail is measured (`Fitted.evidence(richer, simpler)` gives each gain). `kernel_width`
+# says what the chosen model shows (`Width.kind`): `characteristic` (an exponential whose
+# width **W = ξ ln 10**, the offset within which 90 % of the kernel above the floor lies, is
+# well inside the profiled range), `local` (W of a few tokens), `scale-free` (no length of
+# its own: W is None), `composite` (W of the local part, then a tail from the crossover
+# r_x), `periodic` or `none`; `chi2_dof` says whether the model describes the data. The
+# intervals come from the replicates.
 #
 # A width is only trustworthy if it follows a scale we know. `synth.block_sequences` makes
 # documents of latent blocks of length B (key blocks, and query blocks that copy the key B
@@ -332,8 +351,8 @@ block_table
 # more say. What the check establishes is the proportionality; how a width maps to a
 # frequency is notebook 3's subject.
 #
-# The profiles against r / B, and the two fits on one sampled profile (`Width.fits`, each a
-# `DecayFit` with `.predict(r)`):
+# The profiles against r / B, and the three fits on one sampled profile (`Width.fits`, each
+# a `DecayFit` with `.predict(r)`):
 
 # %%
 show = 16
@@ -361,8 +380,14 @@ for ax in (left, right):
 plt.show()
 print(w_show.reason)
 
+# %% [markdown]
+# The reason adds that the exponential does not describe the sampled profile (`chi2_dof`,
+# far above 1): a block kernel is no exponential (it ends at r = 2B), and its errors are
+# small. W is then a summary of the kernel's reach, and still proportional to B.
+
 # %%
 # W grows in proportion to the block length, read exactly and from samples.
+assert w_show.preferred_model == "exponential" and not w_show.fits_data
 for col, (slope, _) in law.items():
     assert abs(slope - 1) < 0.1, (col, slope)
 for col in ("W exact / B", "W sampled / B"):

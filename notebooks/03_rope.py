@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 3 · From the kernel width W to a RoPE base and an extension method
+# # 3 · From the kernel to a RoPE base and an extension method
 #
 # The last step turns a profile into configuration:
 #
@@ -22,11 +22,14 @@
 #    their own, and if so its width **W** (notebook 1);
 # 2. W gives the frequency RoPE should resolve, **θ\* = c / W** (paper A); a kernel without
 #    a length of its own falls back on the training length instead;
-# 3. θ\* gives a **base** that puts it inside the grid, which is then held against Men et
-#    al.'s lower bound for the length the model attends over; the larger of the two is
-#    `rope_theta`, and the other common rules are listed beside it;
-# 4. the self-similarity verdict (notebook 2) decides how to extend the context: position
-#    interpolation (**PI**) or **YaRN**.
+# 3. the **base**: where the kernel has a *characteristic* length, the data set it — the
+#    larger of b_A, which puts θ\* inside the grid, and Men et al.'s lower bound for the
+#    data's reach (margin × W); for any other kernel the data do not constrain the base, and
+#    it is Men et al.'s bound for the training length. The other common rules are listed
+#    beside it;
+# 4. the **extension** to a longer context is YaRN, with the bands it keeps and the bands it
+#    interpolates read from the kernel; position interpolation (**PI**) only where data at
+#    the target length show the kernel dilating (`depstat.compare_lengths`).
 #
 # We do it step by step with the public functions, for the bundled natural text and for
 # generated arithmetic, then check that `depstat.analyze` gives the same in one call.
@@ -38,7 +41,9 @@
 
 # %%
 import json
+import math
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -49,9 +54,9 @@ import depstat
 from depstat.io import synth
 from depstat.analysis.dependency import fitted, kernel_width
 from depstat.analysis.result import granularity_curve
-from depstat.analysis.recommend import base_for, frequencies, men_lower_bound, recommend
+from depstat.analysis.recommend import base_for, configs, frequencies, men_lower_bound, recommend, yarn_betas
 from depstat.report.document import build_report
-from depstat.analysis.selfsim import VERDICTS, distinct, self_similarity
+from depstat.analysis.selfsim import distinct, self_similarity
 
 ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "python-docs.jsonl.gz").is_file())
 CORPUS = ROOT / "examples" / "python-docs.jsonl.gz"
@@ -62,6 +67,7 @@ pl.Config.set_tbl_rows(40)
 pl.Config.set_tbl_cols(12)
 pl.Config.set_float_precision(3)
 pl.Config.set_tbl_width_chars(160)
+pl.Config.set_fmt_str_lengths(80)
 
 workdir = tempfile.TemporaryDirectory()
 arithmetic_path = synth.arithmetic_jsonl(Path(workdir.name) / "arithmetic.jsonl", n_docs=100, seed=1)
@@ -77,21 +83,24 @@ print(f"natural text at bpe-8k: {bpe['n_docs'][-1]} of {bpe['n_docs'][0]} docume
 #
 # The advice is read at the granularity the model will use. For the natural text that is
 # bpe-8k, the one closest to a model tokenizer in this ladder; for the arithmetic we take a
-# byte-level model (like the small models of section 7), reading its kernel at bytes.
-# `kernel_width` fits a power law and an exponential, each with a floor, and says what the
-# profile shows (notebook 1, section 3):
+# model with a small BPE vocabulary, bpe-1k. `kernel_width` fits an exponential, a power law
+# and their sum (each with a floor) to every distinct granularity, and says what the
+# chosen model shows (notebook 1, section 3; the other granularities matter for the
+# verdict, section 3, and for the rule's cases):
 
 # %%
-MODEL = {"natural text": "bpe-8k", "arithmetic": "bytes"}
-fits, widths = {}, {}
-for corpus, g in MODEL.items():
-    prof = profiles[corpus]
-    fits[corpus] = fitted(granularity_curve(prof, g))
-    widths[corpus] = kernel_width(fits[corpus])
-    w = widths[corpus]
-    print(f"{corpus} at {g}: {w.kind}; W = {w.W and round(w.W, 1)} tokens "
-          f"[{w.ci_low and round(w.ci_low, 1)}, {w.ci_high and round(w.ci_high, 1)}]; alpha = {w.alpha:.2f}; "
-          f"floor {w.floor:.3f} bits\n   {w.reason}")
+MODEL = {"natural text": "bpe-8k", "arithmetic": "bpe-1k"}
+all_fits, all_widths, duplicates = {}, {}, {}
+for corpus, prof in profiles.items():
+    names, duplicates[corpus] = distinct(prof.table)
+    all_fits[corpus] = {g: fitted(granularity_curve(prof, g)) for g in names}
+    all_widths[corpus] = {g: kernel_width(f) for g, f in all_fits[corpus].items()}
+fits = {corpus: all_fits[corpus][g] for corpus, g in MODEL.items()}
+widths = {corpus: all_widths[corpus][g] for corpus, g in MODEL.items()}
+for corpus, w in widths.items():
+    print(f"{corpus} at {MODEL[corpus]}: {w.kind}; W = {w.W and round(w.W, 1)} tokens "
+          f"[{w.ci_low and round(w.ci_low, 1)}, {w.ci_high and round(w.ci_high, 1)}]; alpha = "
+          f"{w.alpha and round(w.alpha, 2)}; floor {w.floor:.3f} bits; chi2/dof {w.chi2_dof:.1f}\n   {w.reason}")
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(13, 4.4))
@@ -100,7 +109,7 @@ for ax, (corpus, f) in zip(axes, fits.items()):
     r = np.geomspace(1, c.r_max, 200)
     ax.errorbar(c.offsets, c.mi, yerr=c.se, fmt="o", ms=3, color="k", label=f"{c.name} profile")
     for name, fit in w.fits.items():
-        ax.plot(r, fit.predict(r), label=f"{name} + floor" + (" (preferred)" if name == w.preferred_model else ""))
+        ax.plot(r, fit.predict(r), label=f"{name} + floor" + (" (chosen)" if name == w.preferred_model else ""))
     ax.axhline(w.floor, color="grey", ls="--", label=f"floor {w.floor:.3f} bits")
     if w.W is not None:
         ax.axvspan(w.ci_low, w.ci_high, color="C3", alpha=0.15)
@@ -113,8 +122,10 @@ for ax, (corpus, f) in zip(axes, fits.items()):
 plt.show()
 
 # %% [markdown]
-# The two cases the rule has to handle. The arithmetic byte kernel decays exponentially and
-# has a width W of its own, well inside the profiled range. The natural text is better
+# The two main cases the rule has to handle. The arithmetic's bpe-1k kernel decays
+# exponentially, with a width W of its own (about 21 tokens, a problem's reach), well
+# inside the profiled range; the exponential is a summary there (chi2/dof ≈ 10: the problem
+# lines give the profile more structure than one decay). The natural text is better
 # described by a power law: no length of its own up to the end of the profile, so W is
 # None — there is no width to read, not a width equal to the window.
 #
@@ -144,64 +155,91 @@ for corpus, w in widths.items():
 # %% [markdown]
 # ## 3. From θ\* to a base
 #
-# depstat picks the base whose *slowest* band sits a factor `margin` (default 2) below θ\*,
+# The base whose *slowest* band sits a factor `margin` (default 2) below θ\* is
 #
 #     b_A = (margin / θ*)^(d / (d − 2))      (recommend.base_for),
 #
-# so that θ\* lies inside the grid with room for dependencies up to margin × W. That is a
-# requirement of the data. A second requirement comes from the length the model attends
-# over: Men et al. (2024) show that below some base the model cannot tell near from far
-# tokens over that length, and compute the smallest base with Σ_m cos(r θ_m) ≥ 0 for every
-# r up to it (`men_lower_bound`). depstat takes it for the training length — PI and YaRN
-# keep the slow bands' positions within L_train at the target length — and lists the bound
-# for the target length beside it, for training at the target directly. `rope_theta` is the
-# larger of the two lower bounds.
+# so that θ\* lies inside the grid with room for dependencies up to margin × W. A second
+# requirement comes from the length the model must tell apart: Men et al. (2024) show that
+# below some base the model cannot tell near from far tokens over a length, and compute
+# the smallest base with Σ_m cos(r θ_m) ≥ 0 for every r up to it (`men_lower_bound`).
+#
+# Which length? Where the kernel has a **characteristic** length W well inside L_train
+# (margin × W < L_train), the data say how far the model must look: the base is the larger
+# of b_A and Men et al.'s bound for the data's reach, margin × W (`Recommendation.bound` is
+# `"data"`). A model that must also retrieve beyond the data's kernel needs Men et al.'s bound
+# for all of L_train, listed beside it. For every other kernel — local, composite,
+# scale-free, periodic — the data do not constrain the base, and it is Men et al.'s bound
+# for L_train (`bound == "Men et al."`; PI and YaRN keep the slow bands' positions within
+# L_train at the target length, so it is the training length that counts).
 
 # %%
 men = men_lower_bound(HEAD_DIM, L_TRAIN)
+
+
+def base_by_rule(w, ts: float, margin: float = MARGIN) -> tuple[float, str, float | None]:
+    """rope_theta by the rule above, what set it, and Men et al.'s bound for the data's reach."""
+    if w.kind == "characteristic" and margin * w.W < L_TRAIN:
+        reach = men_lower_bound(HEAD_DIM, math.ceil(margin * w.W))
+        b_a = base_for(ts, HEAD_DIM, margin)
+        return max(b_a, reach), "data: b_A" if b_a >= reach else "data: Men et al., margin × W", reach
+    return men, "Men et al., L_train", None
+
+
 rows = []
 for corpus, ts in theta_star.items():
     b_a = base_for(ts, HEAD_DIM, MARGIN)
-    slowest = frequencies(b_a, HEAD_DIM)[-1]
-    assert np.isclose(slowest, ts / MARGIN, rtol=1e-9)  # the slowest band is θ*/margin, by construction
-    rows.append({"corpus": corpus, "θ*": ts, "b_A": b_a, f"Men bound ({L_TRAIN})": men,
-                 "rope_theta": max(b_a, men), "set by": "data (b_A)" if b_a >= men else "Men et al."})
+    assert np.isclose(frequencies(b_a, HEAD_DIM)[-1], ts / MARGIN, rtol=1e-9)  # slowest band θ*/margin, by construction
+    base, by, reach = base_by_rule(widths[corpus], ts)
+    rows.append({"corpus": corpus, "kind": widths[corpus].kind, "θ*": ts, "b_A": b_a,
+                 "Men bound (margin × W)": reach, f"Men bound ({L_TRAIN})": men, "rope_theta": base, "set by": by})
 bases = pl.DataFrame(rows)
 bases
 
 # %% [markdown]
-# Both b_A values are below Men et al.'s bound for L_train here (table above), so the
-# bound sets `rope_theta`. How the two requirements move with the lengths: b_A depends on
-# θ\* (so on W, or on L_train for a kernel without a length of its own), the bound on the
-# attended length. Men et al.'s bound next to their published fit 0.0424 L^1.628, and the
-# b_A of both cases at this L_train:
+# For the arithmetic, W ≈ 21 tokens: b_A is about 14, and Men et al.'s bound for 2W ≈ 43
+# tokens, about 72, is larger, so the data set `rope_theta` near 72 — far below the ~5600
+# that Men et al.'s bound gives for telling apart all 1024 positions. For the natural text
+# there is no such length, and the bound for L_train sets it. How the requirements move with
+# the lengths — Men et al.'s bound next to their published fit 0.0424 L^1.628, and the b_A
+# of both cases:
 
 # %%
 pl.DataFrame([
     {"attended length": n, "Men bound (computed)": men_lower_bound(HEAD_DIM, n), "Men fit": 0.0424 * n ** 1.628,
      **{f"b_A, {corpus}": base_for(theta_star_of(w)[0], HEAD_DIM, MARGIN) for corpus, w in widths.items()}}
-    for n in (256, 1024, L_TARGET, 16384)
+    for n in (43, 256, 1024, L_TARGET, 16384)
 ])
 
 # %% [markdown]
-# `recommend` does steps 2 and 3 (and the extension, section 5) for a width and a verdict.
-# The verdict comes from notebook 2's test; here it is again in brief, for each corpus at
-# its model granularity:
+# The rule reads the kernel's kind, not only whether a width exists. At every granularity
+# of both corpora, with the verdict of notebook 2's test at that granularity: only a
+# characteristic kernel lets the data set the base (the arithmetic's byte kernel has a W
+# too, but as the local part of a composite whose power-law tail reaches further; its
+# bpe-8k and word kernels are periodic).
 
 # %%
-verdicts = {}
-for corpus, g in MODEL.items():
-    prof = profiles[corpus]
-    names, duplicates = distinct(prof.table)
-    above = {n: fitted(granularity_curve(prof, n)).excess() for n in names}
-    verdicts[corpus] = self_similarity(above, g, widths[corpus], L_TARGET, L_TARGET / L_TRAIN, duplicates=duplicates)
-    print(f"{corpus} (model granularity {g}): {verdicts[corpus].verdict}\n   {verdicts[corpus].reasons[0]}")
+all_verdicts = {corpus: {g: self_similarity(all_fits[corpus], all_widths[corpus], g, duplicates=duplicates[corpus])
+                         for g in ws} for corpus, ws in all_widths.items()}
+pl.DataFrame([
+    {"corpus": corpus, "granularity": g, "kind": w.kind, "W": w.W, "verdict": all_verdicts[corpus][g].verdict,
+     "rope_theta": (r := recommend(w, all_verdicts[corpus][g], HEAD_DIM, L_TRAIN, L_TARGET)).rope_theta,
+     "bound": r.bound}
+    for corpus, ws in all_widths.items() for g, w in ws.items()
+])
 
-recs = {corpus: recommend(widths[corpus], verdicts[corpus].verdict, HEAD_DIM, L_TRAIN, L_TARGET, c=C, margin=MARGIN)
+# %% [markdown]
+# `recommend(width, similarity, head_dim, train_length, target_length)` does steps 2 and 3
+# (and the extension, section 5) from a width and a `SelfSimilarity`, the verdict of notebook
+# 2's test at the model granularity:
+
+# %%
+verdicts = {corpus: all_verdicts[corpus][g] for corpus, g in MODEL.items()}
+recs = {corpus: recommend(widths[corpus], verdicts[corpus], HEAD_DIM, L_TRAIN, L_TARGET, c=C, margin=MARGIN)
         for corpus in MODEL}
 for corpus, rec in recs.items():
-    print(f"\n== {corpus}: rope_theta = {rec.rope_theta:.4g} (set by {rec.bound}); θ* = {rec.theta_star:.4g} "
-          f"from {rec.theta_star_from}")
+    print(f"== {corpus} ({MODEL[corpus]}, {verdicts[corpus].verdict}): rope_theta = {rec.rope_theta:.4g} "
+          f"(set by {rec.bound}); θ* = {rec.theta_star:.4g} from {rec.theta_star_from}")
     for reason in rec.reasons:
         print("   -", reason)
 
@@ -212,7 +250,7 @@ for corpus, rec in recs.items():
 # `.alternatives`, each a `Grid`): the band nearest θ\*, how many bands turn more slowly
 # than θ\* (`bands_slower`: positional resolution spent on distances beyond what the data
 # need), whether θ\* lies inside the grid at all, and the slowest band's wavelength. The
-# arithmetic case, whose θ\* comes from its W:
+# arithmetic case, whose base the data set:
 
 # %%
 def grid_table(rec) -> pl.DataFrame:
@@ -222,15 +260,11 @@ def grid_table(rec) -> pl.DataFrame:
 grid_table(recs["arithmetic"])
 
 # %% [markdown]
-# and the natural text, whose θ\* comes from L_train:
-
-# %%
-grid_table(recs["natural text"]).select("rule", "base", "theta_star_band", "bands_slower", "theta_star_inside")
-
-# %% [markdown]
-# θ\* lies inside every grid here (`theta_star_inside`); the rules differ in how many
-# bands they leave slower than it. The larger the base, the more of them. The same grids as
-# band wavelengths 2π/θ_m, against each corpus's θ\* wavelength and L_train:
+# θ\* lies inside every grid here, the natural text's too (`theta_star_inside`); the rules
+# differ in how many bands they leave slower than it. The larger the base, the more of them:
+# with the data's base the arithmetic's slowest band has a wavelength of a few hundred
+# tokens, with 10,000 of tens of thousands. The same grids as band wavelengths 2π/θ_m, against each corpus's θ\*
+# wavelength and L_train:
 
 # %%
 fig, ax = plt.subplots(figsize=(8.5, 4.8))
@@ -248,75 +282,103 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# How much of this is measurement and how much is choice? b_A moves with W's interval (for
-# a kernel with a length of its own), with c and with the margin; `rope_theta` moves only
-# where b_A exceeds the bound. For the arithmetic case:
+# How much of this is measurement and how much is choice? Where the data set the base, it
+# moves with W's interval, with c and with the margin (which also sets the reach, margin ×
+# W). For the arithmetic case:
 
 # %%
 rec = recs["arithmetic"]
 low, high = rec.rope_theta_interval
 print(f"rope_theta over W's interval {widths['arithmetic'].ci_low:.1f}-{widths['arithmetic'].ci_high:.1f}: "
       f"{low:.4g} to {high:.4g}")
-sensitivity = pl.DataFrame([
-    {"c": cc, "margin": mm, "b_A": (r := recommend(widths["arithmetic"], verdicts["arithmetic"].verdict, HEAD_DIM,
-                                                     L_TRAIN, L_TARGET, c=cc, margin=mm)).base_from_data,
-     "rope_theta": r.rope_theta, "set by": r.bound}
-    for cc in (np.pi, 3.02) for mm in (1.0, 2.0, 4.0)
-])
+rows = []
+for cc in (np.pi, 3.02):
+    for mm in (1.0, 2.0, 4.0):
+        r = recommend(widths["arithmetic"], verdicts["arithmetic"], HEAD_DIM, L_TRAIN, L_TARGET, c=cc, margin=mm)
+        _, by, reach = base_by_rule(widths["arithmetic"], cc / widths["arithmetic"].W, mm)
+        rows.append({"c": cc, "margin": mm, "b_A": r.base_from_data, "Men bound (margin × W)": reach,
+                     "rope_theta": r.rope_theta, "set by": by})
+sensitivity = pl.DataFrame(rows)
 sensitivity
 
 # %% [markdown]
-# b_A is roughly proportional to margin / c × W, so the margin moves it by as much as the
-# factors shown; c = π is the theoretical value. Here the bound sets `rope_theta` in every
-# row (column `set by`): for a width of tens of tokens the data's requirement is far from
-# binding. Both knobs are what the validation experiments (section 7) are meant to pin
-# down.
+# W's interval is narrow (a few percent) and Men et al.'s bound moves in steps, so the
+# interval gives one value. b_A is roughly proportional to margin / c × W, but for a width of
+# tens of tokens Men et al.'s bound for the reach is the larger in every row: the margin
+# moves `rope_theta` through the reach it sets, c not at all. Both knobs are what the
+# validation experiments (section 7) are meant to pin down.
 #
-# ## 5. Extending the context: PI or YaRN
+# ## 5. Extending the context: YaRN, with betas from the data
 #
-# Going from L_train = 1024 to 4096 is a factor s = 4. PI divides every frequency by s,
-# which keeps the balance of near and far dependencies only where the profile keeps its
-# shape under a dilation — self-similar data — and still gives up the resolution of the
-# first s offsets. Otherwise PI blurs the fast bands the data need locally, and depstat
-# advises YaRN: bands with more than β_fast turns within L_train are kept, bands with fewer
-# than β_slow turns are interpolated like PI, with a ramp between (or train at the longer
-# length). The verdicts of section 3 give:
+# Going from L_train = 1024 to 4096 is a factor s = 4. PI divides every frequency by s: it
+# keeps the kernel's shape only if the data at 4096 tokens are these data *dilated* by s,
+# and on stationary text it gives up the resolution of the first s offsets. depstat
+# advises YaRN: bands with more than β_fast turns within L_train keep their frequency,
+# bands with fewer than β_slow are interpolated like PI, with a ramp between — and reads
+# both from the kernel (`yarn_betas(width, similarity, train_length, factor)`):
+# β_fast = L_train / (2 r_local), where r_local is the local reach the fast bands must keep
+# resolving (the tail's onset for self-similar data, W for a characteristic length, the
+# crossover otherwise, the profile's reach for a periodic kernel; at least s), and
+# β_slow = L_train / (2 r_reach), r_reach the profile's reach capped at L_train. At every
+# granularity:
+
+# %%
+pl.DataFrame([
+    {"corpus": corpus, "granularity": g, "kind": w.kind, "verdict": (ss := all_verdicts[corpus][g]).verdict,
+     "onset": ss.onset_tokens, "beta_fast": (b := yarn_betas(w, ss, L_TRAIN, L_TARGET / L_TRAIN))[0],
+     "beta_slow": b[1], "from": b[2].split(" keep ")[0].removeprefix("from the data: bands resolving ")}
+    for corpus, ws in all_widths.items() for g, w in ws.items()
+])
+
+# %% [markdown]
+# The natural text's local reach (its crossover, the first offset: a power law) is below
+# s, so β_fast = 1024 / (2 × 4) = 128: only the fastest bands keep their frequency. The
+# arithmetic's W ≈ 21 tokens gives β_fast = 24; its periodic granularities keep every band
+# that turns at least half a time within L_train, as their peaks recur to the profile's
+# end. The extensions `recommend` gives:
 
 # %%
 for corpus, rec in recs.items():
     e = rec.extension
-    print(f"{corpus}: verdict {verdicts[corpus].verdict} -> {e.method}\n   {e.why}")
+    print(f"{corpus}: {e.method}, beta_fast {e.beta_fast:.3g}, beta_slow {e.beta_slow:.3g}: {e.bands_kept} bands kept, "
+          f"{e.bands_interpolated} interpolated\n   {e.why}")
 
 # %% [markdown]
-# The method follows the verdict and nothing else; the YaRN parameters follow the kernel.
-# `recommend` takes the verdict as an argument, so the rule can be shown for every verdict
-# with the same widths:
+# PI needs data at the target length. `depstat.compare_lengths(train, target)` compares the
+# kernel width W of the training data with that of the data the extended model will see: PI
+# where it grows by s (*dilated*), YaRN where it stays (*fixed*) or either has no length.
+# A synthetic check: text from a Markov chain over characters (`synth.markov_text`, an
+# exponential kernel at bytes), against the same text with every character written four
+# times — the same dependencies, dilated by s = 4 — and against itself:
 
 # %%
-pl.DataFrame([
-    {"corpus": corpus, "verdict": v, **{k: getattr(e, k) for k in ("method", "factor", "beta_fast", "beta_slow",
-                                                                   "attention_factor", "bands_kept",
-                                                                   "bands_interpolated")}}
-    for corpus, w in widths.items() for v in VERDICTS
-    for e in [recommend(w, v, HEAD_DIM, L_TRAIN, L_TARGET, c=C, margin=MARGIN).extension]
-])
+texts = synth.markov_text(200, 2048, seed=1)
+chain_paths = {"train": synth.write_jsonl(Path(workdir.name) / "chain.jsonl", texts),
+               "dilated": synth.write_jsonl(Path(workdir.name) / "chain_x4.jsonl", ["".join(ch * 4 for ch in t)
+                                                                                  for t in texts])}
+chain = {k: depstat.analyze(depstat.profile(str(p), granularities=["bytes"], max_offset=1024), head_dim=HEAD_DIM,
+                            train_length=L_TRAIN, target_length=L_TARGET, granularity="bytes")
+         for k, p in chain_paths.items()}
+lengths = {k: depstat.compare_lengths(chain["train"], chain[k]) for k in ("dilated", "train")}
+for k, (method, test) in lengths.items():
+    print(f"target = {k}: W {test.W_train:.1f} -> {test.W_target:.1f} ({chain[k].widths['bytes'].kind}); "
+          f"{test.verdict}: {method}; {test.reason}")
 
 # %% [markdown]
-# β_fast is YaRN's 32 for the natural text. For the arithmetic it is lowered below the
-# number of turns θ\*'s band makes within L_train (section 2), so that the band the data's
-# width calls for is kept unscaled.
-#
-# The Hugging Face config snippets: `rope_parameters` is the transformers ≥ 5 form
-# (`rope_theta` inside `rope_parameters`), `legacy_config` the 4.x form with `rope_theta`
-# and `rope_scaling`. YaRN, as recommended for the natural text, and PI, as it would be for
-# the same kernel called self-similar:
+# W grows fourfold (the dilated kernel comes out composite, its local part 4× the chain's):
+# PI. Against the same text, W stays: YaRN. `compare_lengths` returns the method; the config
+# for PI is `recommend.configs` with the extension's method set to `"pi"`. The Hugging Face
+# config snippets: `rope_parameters` is the transformers ≥ 5 form (`rope_theta` inside
+# `rope_parameters`), `legacy_config` the 4.x form with `rope_theta` and `rope_scaling`.
+# YaRN, as recommended for the natural text, and PI, for the dilated chain:
 
 # %%
-pi_case = recommend(widths["natural text"], "self-similar", HEAD_DIM, L_TRAIN, L_TARGET, c=C, margin=MARGIN)
-for label, rec in (("natural text, as recommended", recs["natural text"]), ("the same kernel if self-similar", pi_case)):
-    print(f"# {label}: {rec.extension.method}")
-    print(json.dumps(rec.rope_parameters, indent=2))
-    print(json.dumps(rec.legacy_config, indent=2))
+ext = chain["train"].recommendation.extension
+pi_config = configs(chain["train"].recommendation.rope_theta, replace(ext, method=lengths["dilated"][0]), L_TRAIN,
+                    L_TARGET)
+yarn_config = (recs["natural text"].rope_parameters, recs["natural text"].legacy_config)
+for label, snippets in (("natural text: yarn", yarn_config), ("the dilated chain: pi", pi_config)):
+    print(f"# {label}\n" + "\n".join(json.dumps(snippet, indent=2) for snippet in snippets))
 
 # %% [markdown]
 # ## 6. The same in one call
@@ -354,8 +416,9 @@ print({kind: f"{path.name} ({path.stat().st_size // 1024} KB)" for kind, path in
 # %% [markdown]
 # ## 7. Checking the advice: a quick validation experiment
 #
-# The advice above rests on rules — θ\* = c / W, the fallback on L_train, "PI for
-# self-similar data, YaRN otherwise" — and on a margin that is a choice. `depstat validate`
+# The advice above rests on rules — θ\* = c / W, the fallback on L_train, the base from the
+# data only for a characteristic length, YaRN's betas from the kernel — and on a margin that
+# is a choice. `depstat validate`
 # checks them by training small RoPE transformers (torch, the `validate` extra). Here is
 # the quickest of its experiments, `base-sweep` in `quick` mode: a task where the base
 # matters (the majority of the last B = 16 tokens in a context of 128, which a base whose
@@ -378,7 +441,7 @@ if HAVE_TORCH:
     advice = sweep["advice"]
     print(f"settings: {sweep['settings']}")
     print(f"advice: W kind {advice['W']['kind']}, b_A {advice['base_from_data']:.3g}, Men et al. "
-          f"{advice['base_men']:.4g}, rope_theta {advice['rope_theta']:.4g}")
+          f"{advice['base_men']:.4g}, rope_theta {advice['rope_theta']:.4g} (set by {advice['bound']})")
     print(validate.summary(sweep))
     print(pl.DataFrame([{"name": name, **p} for name, p in sweep["per_base"].items()]).sort("base"))
 else:
@@ -402,23 +465,33 @@ for corpus, rec in recs.items():
     assert np.isclose(rec.theta_star, theta_star[corpus])  # section 2 by hand = recommend
     assert np.isclose(rec.base_from_data, base_for(theta_star[corpus], HEAD_DIM, MARGIN))
     assert rec.attended_length == L_TRAIN and np.isclose(rec.base_men, men)  # section 3's bound = recommend's
-    assert rec.rope_theta == max(rec.base_from_data, rec.base_men)
+    base, by, _ = base_by_rule(w, theta_star[corpus])
+    assert np.isclose(rec.rope_theta, base) and rec.bound == ("data" if by.startswith("data") else "Men et al.")
     assert rec.rope_parameters["rope_parameters"]["rope_theta"] == rec.rope_theta == rec.legacy_config["rope_theta"]
     assert all(g.theta_star_inside for g in (rec.recommended, *rec.alternatives))
-    assert rec.extension.method == ("pi" if verdicts[corpus].verdict == "self-similar" else "yarn")
+    e = rec.extension  # always YaRN, with the betas yarn_betas gives
+    assert e.method == "yarn" and (e.beta_fast, e.beta_slow) == yarn_betas(w, verdicts[corpus], L_TRAIN, e.factor)[:2]
     a = analyses[corpus]  # one call = step by step
-    assert a.granularity == MODEL[corpus] and a.self_similarity.verdict == verdicts[corpus].verdict
+    assert a.granularity == MODEL[corpus] and a.self_similarity == verdicts[corpus]
     assert a.widths[MODEL[corpus]].kind == w.kind and a.widths[MODEL[corpus]].W == w.W
     assert a.recommendation.rope_theta == rec.rope_theta and a.recommendation.extension == rec.extension
     assert a.recommendation.rope_parameters == rec.rope_parameters
 # What the prose above says about these corpora:
 assert widths["arithmetic"].kind == "characteristic" and widths["natural text"].kind == "scale-free"
 assert widths["natural text"].W is None and 0 < widths["arithmetic"].W < widths["arithmetic"].r_max / 2
-assert (bases["set by"] == "Men et al.").all() and (sensitivity["set by"] == "Men et al.").all()
-arith_yarn = recs["arithmetic"].extension
-assert arith_yarn.method == "yarn" and arith_yarn.beta_fast < L_TRAIN * theta_star["arithmetic"] / (2 * np.pi)
-assert recs["natural text"].extension.beta_fast == 32 and pi_case.extension.method == "pi"
-assert pi_case.rope_parameters["rope_parameters"]["rope_type"] == "linear"
+assert list(bases["set by"]) == ["Men et al., L_train", "data: Men et al., margin × W"]
+assert recs["arithmetic"].bound == "data" and recs["arithmetic"].rope_theta < men / 10
+assert recs["natural text"].bound == "Men et al." and recs["natural text"].rope_theta == men
+assert {all_widths["arithmetic"][g].kind for g in ("bpe-8k", "words")} == {"periodic"}
+assert all_widths["arithmetic"]["bytes"].kind == "composite" and all_widths["arithmetic"]["bytes"].W is not None
+assert set(sensitivity["set by"]) == {"data: Men et al., margin × W"} and len(set(sensitivity["rope_theta"])) == 3
+assert (sensitivity["rope_theta"] == sensitivity["Men bound (margin × W)"]).all()  # the rule by hand = recommend
+assert recs["natural text"].extension.beta_fast == L_TRAIN / (2 * L_TARGET / L_TRAIN)  # r_local = s
+assert recs["arithmetic"].extension.beta_fast == L_TRAIN / (2 * widths["arithmetic"].W)  # r_local = W
+assert lengths["dilated"][0] == "pi" and lengths["dilated"][1].verdict == "dilated"
+assert abs(lengths["dilated"][1].share - 1) < 0.1 and chain["train"].widths["bytes"].kind == "characteristic"
+assert lengths["train"][0] == "yarn" and lengths["train"][1].verdict == "fixed"
+assert pi_config[0]["rope_parameters"]["rope_type"] == "linear" and pi_config[1]["rope_scaling"]["factor"] == 4
 assert recs["natural text"].rope_parameters["rope_parameters"]["rope_type"] == "yarn"
 # The saved profile keeps its replicates and gives the same analysis after loading; the report is written.
 assert (saved / "replicates.parquet").is_file() and reloaded.has_replicates
