@@ -412,6 +412,8 @@ def _fig_kernel(profile: Profile, a: Analysis) -> Figure:
     ax.axvline(rec.train_length, color="0.4", ls=":", lw=1.2, label=f"L_train = {rec.train_length}")
     ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="I(r) above the floor (bits)",
            title=f"{a.granularity}: {w.kind}")
+    if keep.any():  # the data's range, not the local part's fall to zero
+        ax.set_ylim(above[keep].min() / 10, above[keep].max() * 3)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="lower left", fontsize=8)
     return fig
