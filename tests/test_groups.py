@@ -143,9 +143,8 @@ def test_groups_on_one_dask_cluster_equal_the_local_engine(mixed):
 def test_clusters_of_known_kind_in_climbmix_shape_get_their_verdicts(tmp_path):
     """ClimbMix's shape (ids from a tokenizer trained here, cluster ids, two parquet parts sorted by
     cluster), decoded and profiled per cluster: arithmetic, a length fixed in characters, comes
-    out not self-similar; tree text, a power law by construction, self-similar (its BPE profiles
-    fitted past their first offsets, where no smooth decay fits, so that no spurious floor
-    steepens their far cells: docs/analysis.md)."""
+    out not self-similar; tree text, a power law by construction, self-similar from within a few
+    tokens of the ids' tokenizer, with every round-tripping granularity's tail exponent beside it."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -167,5 +166,6 @@ def test_clusters_of_known_kind_in_climbmix_shape_get_their_verdicts(tmp_path):
                             granularities=["bytes", "bpe-1k", "bpe-8k"], max_offset=1024)
     verdicts = {g.value: g.analysis.self_similarity for g in groups.groups}
     assert verdicts["tree"].verdict == "self-similar", verdicts["tree"].reasons
-    assert {c.granularity for c in verdicts["tree"].cells} >= {"bytes", "bpe-1k", "bpe-8k", "tok"}
+    assert verdicts["tree"].granularity == "tok" and verdicts["tree"].onset_tokens <= 8
+    assert {e.granularity for e in verdicts["tree"].exponents} >= {"bytes", "bpe-1k", "bpe-8k", "tok"}
     assert verdicts["arithmetic"].verdict == "not self-similar", verdicts["arithmetic"].reasons
