@@ -199,13 +199,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "profile", parents=[corpus, analysis],
-        help="MI profile I(r) of a corpus at several granularities, with W, self-similarity and advice",
+        help="MI profile I(r) of a corpus at several granularities, with its kernel, self-similarity and advice",
         description=(
             "Read CORPUS (.jsonl[.gz|.zst], .parquet, text files, .npy/.bin token streams, a "
             "directory or glob of these, a saved datasets directory, or hf:OWNER/NAME), tokenize "
             "it at each granularity and estimate the mutual information between tokens r apart, "
-            "with a jackknife interval per offset; then the kernel width W, the self-similarity "
-            "verdict and the RoPE recommendation."
+            "with a jackknife interval per offset; then each granularity's dependency kernel (local "
+            "part, power-law tail, crossover), the offset from which the data are self-similar and "
+            "the RoPE base and extension config derived from them."
         ),
     )
     p.add_argument("corpus", help="path, glob, saved-dataset directory or hf:OWNER/NAME")

@@ -141,20 +141,15 @@ class DecayFit:
         return self.chi2 + 2 * k + (2 * k * (k + 1) / (n - k - 1) if n > k + 1 else math.inf)
 
     def crossover(self) -> float | None:
-        """The offset beyond which the tail exceeds the local part (1 where it does from the start);
-        None without a tail."""
-        return self.tail_from(0.5)
-
-    def tail_from(self, share: float) -> float | None:
-        """The offset beyond which the tail holds ``share`` of the kernel above the floor; None without a tail."""
+        """The offset beyond which the tail exceeds the local part for good (1 where it does from the
+        start); None without a tail."""
         if self.B <= 0:
             return None
         if self.A <= 0:
             return 1.0
-        ratio = share / (1 - share)
 
-        def gap(r: float) -> float:
-            return math.log(self.A * ratio) - (r - 1) / self.xi - math.log(self.B) + self.alpha * math.log(r)
+        def gap(r: float) -> float:  # log local - log tail: rises until r = alpha xi, then falls for good
+            return math.log(self.A) - (r - 1) / self.xi - math.log(self.B) + self.alpha * math.log(r)
 
         top = max(1.0, self.alpha * self.xi)
         if gap(top) <= 0:
@@ -352,11 +347,6 @@ class Fitted:
         _, lo, hi = replicate_interval(point, values, self.curve.weights, confidence)
         return point, (lo if np.isfinite(lo) else point), (hi if np.isfinite(hi) else point)
 
-    def floors(self) -> np.ndarray:
-        """The chosen model's floor on the point profile and on each replicate (point where missing)."""
-        f = self.fits[self.model].floor
-        return np.array([fs[self.model].floor if self.model in fs else f for fs in self.replicate_fits])
-
 
 def fitted(c: Curve) -> Fitted:
     """Fit every model to a curve and to each of its replicates (those from the point fits)."""
@@ -390,15 +380,6 @@ def period(c: Curve, confidence: float = CONFIDENCE) -> int | None:
     score = {p: p * sum(q % p == 0 for q in found) for p in found if p >= 2}
     score = {p: s for p, s in score.items() if s >= 2 * p}  # at least one other peak at a multiple
     return max(score, key=lambda p: (score[p], -p)) if score else None
-
-
-def local_slopes(offsets: np.ndarray, mi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(geometric-mid offsets, d log I / d log r) between consecutive positive points."""
-    keep = mi > 0
-    r, m = np.asarray(offsets, float)[keep], mi[keep]
-    if r.size < 2:
-        return np.zeros(0), np.zeros(0)
-    return np.sqrt(r[1:] * r[:-1]), np.diff(np.log(m)) / np.diff(np.log(r))
 
 
 Interval = tuple[float, float]

@@ -234,9 +234,7 @@ def _self_similarity(fits: dict[str, Fitted], widths: dict[str, Width], model: s
     if w.preferred_model == "exponential":
         return verdict("inconclusive", f"{model}: {w.reason}; no power-law tail is measured: profile longer "
                                        "documents (or more tokens) to decide")
-    tail_vs_exp = next((e for e in w.evidence if e.richer == w.preferred_model and e.simpler == "exponential"), None)
-    if w.preferred_model == "power":
-        tail_vs_exp = f.evidence("power", "exponential")
+    tail_vs_exp = f.evidence(w.preferred_model, "exponential")
     if tail_vs_exp is None or not tail_vs_exp.shown:
         return verdict("inconclusive", f"{model}: a power-law tail is not told from an exponential beyond its error "
                                        "(chi2 gain, one-sided bound): profile more tokens to decide")

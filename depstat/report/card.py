@@ -297,8 +297,9 @@ def _selfsim(analysis: Analysis, n: dict) -> str:
 def _recommendation(analysis: Analysis, n: dict) -> str:
     """The base with its bounds, the extension, the reasons, the other rules and the configs."""
     rec, st = analysis.recommendation, n["settings"]
-    source = ("set by the data (b_A, θ* = " f"{n['theta_star']:.3g} rad/token inside the grid)"
-              if n["rope_theta_bound"] == "data" else "the data do not constrain the base: Men et al.'s bound for L_train")
+    source = (f"set by the data: the larger of b_A (θ* = {n['theta_star']:.3g} rad/token inside the grid) and Men "
+              "et al.'s bound for the data's reach" if n["rope_theta_bound"] == "data"
+              else "the data do not constrain the base: Men et al.'s bound for L_train")
     lines = [f"- rope_theta = **{_fmt(n['rope_theta'])}** for head dimension {st['head_dim']} and L_train = "
              f"{st['train_length']}, read at {st['model_granularity']}: {source}"]
     if n["extension"]:
