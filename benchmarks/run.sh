@@ -8,6 +8,8 @@
 # Run only when named in ONLY:
 #   versions       this checkout's default profile against BASE's, interleaved in one process (1M tokens)
 #   versions_10m   the same at 10M tokens of bytes, BPE-8k and BPE-32k
+#   first_run      a new user's first `depstat profile` (empty Numba and token caches) against the same
+#                  command with Numba's cache filled, this checkout and BASE in the same rounds
 #   scaling        time and memory against 10^6 to 10^8 tokens and 8 to 57 offsets of the Linux kernel's
 #                  C sources (Debian's linux-source-6.1), scaling_words the same for word tokens,
 #                  scaling_1g up to 10^9 tokens of bytes and 1.1 GB of the sources in BPE-8k
@@ -18,8 +20,8 @@ PYTHON="${PYTHON:-python}"
 OUT="${OUT:-benchmarks/output}"
 SUITE="speed accuracy order analysis end_to_end dask"
 for name in ${ONLY:-}; do
-    if [[ " $SUITE versions versions_10m scaling scaling_words scaling_1g " != *" $name "* ]]; then
-        echo "unknown benchmark in ONLY: $name (the suite: $SUITE; also versions versions_10m scaling scaling_words scaling_1g)" >&2
+    if [[ " $SUITE versions versions_10m first_run scaling scaling_words scaling_1g " != *" $name "* ]]; then
+        echo "unknown benchmark in ONLY: $name (the suite: $SUITE; also versions versions_10m first_run scaling scaling_words scaling_1g)" >&2
         exit 2
     fi
 done
@@ -74,6 +76,7 @@ run dask "$PYTHON" benchmarks/bench_dask.py "${dask_args[@]}"
 run versions "$PYTHON" benchmarks/bench_versions.py "${versions_args[@]}"
 run versions_10m "$PYTHON" benchmarks/bench_versions.py --tokens 10000000 --streams bytes,bpe-8k,bpe-32k --rounds 5 \
     "${versions_args[@]}"
+run first_run "$PYTHON" benchmarks/bench_first_run.py --base "${BASE:-HEAD~1}"
 run scaling "$PYTHON" benchmarks/bench_scaling.py
 run scaling_words "$PYTHON" benchmarks/bench_scaling.py --streams words --mb 1100
 run scaling_1g "$PYTHON" benchmarks/bench_scaling.py --streams bytes,bpe-8k --sizes 1e7,1e8,3e8,1e9 --offset-counts 8,29 \

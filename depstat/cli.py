@@ -34,6 +34,7 @@ from depstat.estimate.profile import (
 )
 from depstat.io.corpus import open_corpus
 from depstat.io.sampling import DEFAULT_SAMPLE, SAMPLE_RULES
+from depstat.progress import announce_compilation
 from depstat.report.console import (
     render,
     render_analysis,
@@ -325,6 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
+    announce_compilation()
     try:
         return COMMANDS[args.command](args)
     except DepstatError as err:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+import time
 
+from numba.core import event
 from tqdm import tqdm
 
 
@@ -15,3 +17,46 @@ def enabled() -> bool:
 def bar(desc: str, unit: str = "it", total: int | None = None) -> tqdm:
     """A tqdm bar on stderr, disabled when stderr is not a terminal."""
     return tqdm(desc=desc, unit=unit, total=total, disable=not enabled(), leave=False, file=sys.stderr)
+
+
+class _CompileNotice(event.Listener):
+    """Says on stderr when Numba starts compiling depstat's kernels, then each kernel as it is done."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.started: float | None = None
+        self.count = 0
+
+    def on_start(self, ev: event.Event) -> None:
+        self.depth += 1
+        if self.depth > 1 or not _is_depstat(ev):
+            return
+        if self.started is None:
+            self.started = time.perf_counter()
+            print("compiling depstat's kernels (first run only: later runs load them from Numba's cache) ...",
+                  file=sys.stderr, flush=True)
+
+    def on_end(self, ev: event.Event) -> None:
+        self.depth -= 1
+        if self.depth > 0 or not _is_depstat(ev) or self.started is None:
+            return
+        self.count += 1
+        name = ev.data["dispatcher"].py_func.__name__.strip("_")
+        print(f"  compiled {self.count}: {name} ({time.perf_counter() - self.started:.0f} s so far)",
+              file=sys.stderr, flush=True)
+
+
+def _is_depstat(ev: event.Event) -> bool:
+    dispatcher = ev.data.get("dispatcher")
+    return dispatcher is not None and dispatcher.py_func.__module__.startswith("depstat.")
+
+
+_NOTICE: _CompileNotice | None = None
+
+
+def announce_compilation() -> None:
+    """From now on, say on stderr when a depstat kernel compiles (the first run only), terminal or not."""
+    global _NOTICE
+    if _NOTICE is None:
+        _NOTICE = _CompileNotice()
+        event.register("numba:compile", _NOTICE)

@@ -393,7 +393,7 @@ def test_grouped_counting_compiles_no_kernel_of_its_own() -> None:
     group's slice of a 2-D buffer is not contiguous, which would compile another signature)."""
     rng = np.random.default_rng(3)
     stream = TokenStream("z", np.minimum(rng.zipf(1.3, 20_000), 600) - 1, [5000] * 4, 600)
-    names = ("emit_pairs", "partition_sums", "null_sweep_sums", "row_sums", "drop_positions", "drop_sums",
+    names = ("_emit_worker", "_partition_worker", "_sweep_worker", "_rows_worker", "drop_positions", "drop_sums",
              "relabel", "partner_runs", "move_partners")
     PairCounter(stream, part_tokens=500).sums_at([1, 2, 3, 5, 9], ("real", "rotate"))
     before = {name: len(getattr(kernels, name).signatures) for name in names}

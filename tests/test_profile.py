@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -371,3 +372,20 @@ def test_an_unwritable_out_is_one_line_before_any_work(small_corpus: Path, tmp_p
     assert main(["profile", str(small_corpus), "-g", "bytes", "--out", str(blocker / "out")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot write to --out" in err[0]
+
+
+def test_first_run_says_it_compiles_and_the_next_loads(tmp_path: Path) -> None:
+    """In a fresh Numba cache the first line on stderr announces the compilation and each kernel is
+    named as it is done; a second run with the same cache compiles nothing and says nothing of it."""
+    path = _write(tmp_path / "t.txt", "the cat sat on the mat, the dog sat on the log. " * 60)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    command = [sys.executable, "-m", "depstat.cli", "profile", str(path), "-g", "bytes", "--max-offset", "8"]
+    runs = [subprocess.run(command + ["--out", str(tmp_path / f"out{i}")], env=env, capture_output=True, text=True,
+                           timeout=600) for i in range(2)]
+    assert [run.returncode for run in runs] == [0, 0], runs[0].stderr + runs[1].stderr
+    first = runs[0].stderr.splitlines()
+    assert first[0].startswith("compiling depstat's kernels (first run only"), first[:3]
+    compiled = [line for line in first if line.lstrip().startswith("compiled ")]
+    assert any("dense_worker" in line for line in compiled), compiled
+    assert "compil" not in runs[1].stderr, runs[1].stderr
+

@@ -30,7 +30,8 @@ position by a hash of ``(p, seed)``, an i.i.d. null kept for comparison.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, NamedTuple
 
 import numba as nb
 import numpy as np
@@ -41,7 +42,8 @@ from scipy.special import digamma
 
 
 def kernel(**options: object):
-    """``nb.njit`` as every kernel here is compiled: cached on disk, with NumPy's error model.
+    """``nb.njit`` as every kernel here is compiled: cached on disk, releasing the GIL (``run_workers``
+    runs them on threads), with NumPy's error model.
 
     Under Python's error model a division may raise ZeroDivisionError, and Numba then kept
     reference counting around each call of a helper inlined into a loop that divides (as
@@ -50,7 +52,26 @@ def kernel(**options: object):
     measures what removing it gained). Nothing here divides by zero: the inputs are
     checked before they reach the kernels.
     """
-    return nb.njit(cache=True, error_model="numpy", **options)
+    return nb.njit(cache=True, error_model="numpy", nogil=True, **options)
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+
+
+def run_workers(body: Callable[..., None], n_workers: int, *args: object) -> None:
+    """Run the kernel ``body(worker, *args)`` for each of ``n_workers`` workers, each on its own thread.
+
+    The kernels release the GIL, so the workers run at once. Numba's parallel loops would do
+    the same, but compiling them took most of a first run's time.
+    """
+    if n_workers <= 1:
+        body(0, *args)
+        return
+    pool = _POOLS.get(n_workers)
+    if pool is None:
+        pool = _POOLS[n_workers] = ThreadPoolExecutor(n_workers, thread_name_prefix="depstat-kernel")
+    for done in [pool.submit(body, w, *args) for w in range(n_workers)]:
+        done.result()
 
 
 @intrinsic
@@ -465,7 +486,6 @@ class Emitted(NamedTuple):
     life: np.ndarray
 
 
-@kernel(parallel=True)
 def emit_pairs(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: int, add: bool, n_workers: int) -> None:
     """Write the pairs of every slot (offset ``slots.r[s]``, partner process ``slots.modes[s]``),
     read in position order, into their partitions.
@@ -489,11 +509,17 @@ def emit_pairs(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: in
     skipped: neither written nor added to the marginals.
     """
     deal = _deal_blocks(src.block_starts, n_workers)
-    for w in nb.prange(deal.shape[0]):
-        for g in deal[w]:
-            if g < 0:
-                break
-            emit_block(src, slots, out, sentinel, spill, add, g)
+    run_workers(_emit_worker, deal.shape[0], deal, src, slots, out, sentinel, spill, add)
+
+
+@kernel()
+def _emit_worker(w: int, deal: np.ndarray, src: Source, slots: Slots, out: Emitted, sentinel: int, spill: int,
+                 add: bool) -> None:
+    """``emit_pairs``' blocks dealt to worker w."""
+    for g in deal[w]:
+        if g < 0:
+            break
+        emit_block(src, slots, out, sentinel, spill, add, g)
 
 
 @kernel(inline="always")
@@ -790,7 +816,6 @@ def _chunk_totals(sums_c: np.ndarray, jk_c: np.ndarray) -> tuple[np.ndarray, np.
     return sums, jk
 
 
-@kernel(parallel=True)
 def partition_sums(
     xloc: np.ndarray, ys: np.ndarray, region: np.ndarray, fill_end: np.ndarray, widths: np.ndarray,
     vocab: int, tables: np.ndarray, jackknife: bool, n_workers: int,
@@ -808,32 +833,41 @@ def partition_sums(
     """
     n_blocks = region.shape[1]
     n_slots = ys.shape[0]
-    largest = _largest_partition(region, fill_end)
     chunks, workers = _deal_partitions(region, fill_end, n_workers)
     joint_c = np.zeros((N_CHUNKS, n_slots, N_SUMS))
     joint_jk_c = np.zeros((N_CHUNKS, n_slots, n_blocks, N_SUMS))
-    for worker in nb.prange(n_workers):
-        scratch = SumScratch(
-            np.zeros(vocab + 1, dtype=np.int64),  # + the sentinel's; see CELL_TOTAL
-            np.empty(vocab + 1, dtype=ys.dtype),
-            np.empty(vocab + 1, dtype=ys.dtype),  # lists of partner tokens, in their own dtype
-            np.empty((n_slots, largest), dtype=ys.dtype),
-            np.empty(largest, dtype=np.uint16),  # the block of each sorted pair
-            np.empty(XLOC_MASK + 2, dtype=np.int64),  # token x's pairs are srt[:, starts[x]:starts[x + 1]]
-            np.empty(XLOC_MASK + 2, dtype=np.int64),
-        )
-        for c in workers[worker]:
-            if c < 0:
-                break
-            sums = np.zeros((n_slots, N_SUMS))  # the chunk's, away from other workers' cache lines
-            jk = np.zeros((n_slots, n_blocks, N_SUMS))
-            for q in chunks[c]:
-                if q < 0:
-                    break
-                _partition_sums(xloc, ys, region, fill_end, widths[q], q, tables, jackknife, scratch, sums, jk)
-            joint_c[c] = sums
-            joint_jk_c[c] = jk
+    run_workers(_partition_worker, n_workers, chunks, workers, xloc, ys, region, fill_end, widths, vocab, tables,
+                jackknife, joint_c, joint_jk_c)
     return _chunk_totals(joint_c, joint_jk_c)
+
+
+@kernel()
+def _partition_worker(worker, chunks, workers, xloc, ys, region, fill_end, widths, vocab, tables, jackknife,
+                      joint_c, joint_jk_c):
+    """``partition_sums``' chunks dealt to ``worker``, each chunk's sums into ``joint_c[c]`` and ``joint_jk_c[c]``."""
+    n_blocks = region.shape[1]
+    n_slots = ys.shape[0]
+    largest = _largest_partition(region, fill_end)
+    scratch = SumScratch(
+        np.zeros(vocab + 1, dtype=np.int64),  # + the sentinel's; see CELL_TOTAL
+        np.empty(vocab + 1, dtype=ys.dtype),
+        np.empty(vocab + 1, dtype=ys.dtype),  # lists of partner tokens, in their own dtype
+        np.empty((n_slots, largest), dtype=ys.dtype),
+        np.empty(largest, dtype=np.uint16),  # the block of each sorted pair
+        np.empty(XLOC_MASK + 2, dtype=np.int64),  # token x's pairs are srt[:, starts[x]:starts[x + 1]]
+        np.empty(XLOC_MASK + 2, dtype=np.int64),
+    )
+    for c in workers[worker]:
+        if c < 0:
+            break
+        sums = np.zeros((n_slots, N_SUMS))  # the chunk's, away from other workers' cache lines
+        jk = np.zeros((n_slots, n_blocks, N_SUMS))
+        for q in chunks[c]:
+            if q < 0:
+                break
+            _partition_sums(xloc, ys, region, fill_end, widths[q], q, tables, jackknife, scratch, sums, jk)
+        joint_c[c] = sums
+        joint_jk_c[c] = jk
 
 
 class SweepScratch(NamedTuple):
@@ -896,7 +930,7 @@ def _add_cells(sums, cell, touched, n_t, tables):
 def _dying_pairs(src, life, a, b, n_life, slot, cells, dying):
     """List in ``dying`` the pairs of ``src[a:b]`` whose life ends before the last offset, and
     in ``cells`` their cells, each once (``slot[y]``: its number); returns the two counts."""
-    n_d, n_c = 0, 0
+    n_d, n_c = np.int64(0), np.int64(0)  # not literal 0s: the caller compiles _sweep_dying once
     for i in range(a, b):
         if life[i] < n_life:
             dying[n_d] = i
@@ -1016,7 +1050,6 @@ def _sweep_dying(src, blk, life, a, b, n_d, n_c, n_life, scratch, cb, tables, di
     return cb
 
 
-@kernel(parallel=True)
 def null_sweep_sums(
     xloc: np.ndarray, ys: np.ndarray, life: np.ndarray, region: np.ndarray, fill_end: np.ndarray,
     widths: np.ndarray, vocab: int, n_life: int, tables: np.ndarray, jackknife: bool, n_workers: int,
@@ -1034,46 +1067,51 @@ def null_sweep_sums(
     chunks as in ``partition_sums``, so the result does not depend on the thread count.
     """
     n_blocks = region.shape[1]
-    largest = _largest_partition(region, fill_end)
     chunks, workers = _deal_partitions(region, fill_end, n_workers)
     diff_c = np.zeros((N_CHUNKS, n_life, N_SUMS))
     jk_c = np.zeros((N_CHUNKS, n_life, n_blocks, N_SUMS))
-    for worker in nb.prange(n_workers):
-        scratch = SweepScratch(
-            np.zeros(vocab + 1, dtype=np.int64),  # cell: as in partition_sums (no sentinel is written here)
-            np.zeros(vocab + 1, dtype=np.int32),  # run
-            np.empty(largest, dtype=np.int64),  # order: the dying pairs in offset order
-            np.empty(vocab + 1, dtype=ys.dtype),  # touched
-            np.full(vocab, -1, dtype=np.int32),  # slot: a dying cell's row in cb
-            np.empty(vocab, dtype=np.int64),  # cells
-            np.empty(largest, dtype=np.int64),  # dying
-            np.empty(n_life + 1, dtype=np.int64),  # bins
-        )
-        cb = np.empty(0, dtype=np.int32)
-        srt = np.empty((1, largest), dtype=ys.dtype)
-        lsrt = np.empty(largest, dtype=life.dtype)
-        blk = np.empty(largest, dtype=np.uint16)
-        starts = np.empty(XLOC_MASK + 2, dtype=np.int64)
-        pos = np.empty(XLOC_MASK + 2, dtype=np.int64)
-        for c in workers[worker]:
-            if c < 0:
-                break
-            diff = np.zeros((n_life, N_SUMS))
-            jk_diff = np.zeros((n_life, n_blocks, N_SUMS))
-            for q in chunks[c]:
-                if q < 0:
-                    break
-                w = widths[q]
-                _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
-                cb = _sweep_partition(srt[0], blk, lsrt, starts, w, n_life, scratch, cb, tables, diff, jk_diff,
-                                      jackknife)
-            diff_c[c] = diff
-            jk_c[c] = jk_diff
+    run_workers(_sweep_worker, n_workers, chunks, workers, xloc, ys, life, region, fill_end, widths, vocab, n_life,
+                tables, jackknife, diff_c, jk_c)
     joint, joint_jk = _chunk_totals(diff_c, jk_c)
-    for j in range(1, n_life):  # changes -> values
-        joint[j] += joint[j - 1]
-        joint_jk[j] += joint_jk[j - 1]
-    return joint, joint_jk
+    return np.cumsum(joint, axis=0), np.cumsum(joint_jk, axis=0)  # changes -> values, added in offset order
+
+
+@kernel()
+def _sweep_worker(worker, chunks, workers, xloc, ys, life, region, fill_end, widths, vocab, n_life, tables,
+                  jackknife, diff_c, jk_c):
+    """``null_sweep_sums``' chunks dealt to ``worker``, each chunk's changes into ``diff_c[c]`` and ``jk_c[c]``."""
+    n_blocks = region.shape[1]
+    largest = _largest_partition(region, fill_end)
+    scratch = SweepScratch(
+        np.zeros(vocab + 1, dtype=np.int64),  # cell: as in partition_sums (no sentinel is written here)
+        np.zeros(vocab + 1, dtype=np.int32),  # run
+        np.empty(largest, dtype=np.int64),  # order: the dying pairs in offset order
+        np.empty(vocab + 1, dtype=ys.dtype),  # touched
+        np.full(vocab, -1, dtype=np.int32),  # slot: a dying cell's row in cb
+        np.empty(vocab, dtype=np.int64),  # cells
+        np.empty(largest, dtype=np.int64),  # dying
+        np.empty(n_life + 1, dtype=np.int64),  # bins
+    )
+    cb = np.empty(0, dtype=np.int32)
+    srt = np.empty((1, largest), dtype=ys.dtype)
+    lsrt = np.empty(largest, dtype=life.dtype)
+    blk = np.empty(largest, dtype=np.uint16)
+    starts = np.empty(XLOC_MASK + 2, dtype=np.int64)
+    pos = np.empty(XLOC_MASK + 2, dtype=np.int64)
+    for c in workers[worker]:
+        if c < 0:
+            break
+        diff = np.zeros((n_life, N_SUMS))
+        jk_diff = np.zeros((n_life, n_blocks, N_SUMS))
+        for q in chunks[c]:
+            if q < 0:
+                break
+            w = widths[q]
+            _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
+            cb = _sweep_partition(srt[0], blk, lsrt, starts, w, n_life, scratch, cb, tables, diff, jk_diff,
+                                  jackknife)
+        diff_c[c] = diff
+        jk_c[c] = jk_diff
 
 
 @kernel()
@@ -1250,7 +1288,6 @@ def _columns_sums(rows, columns, tables, sign, sums, deltas, jackknife):
 ROW_COLUMNS = 256  # columns row_sums takes at a time: their totals and sums stay in L1
 
 
-@kernel(parallel=True)
 def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.ndarray, np.ndarray]:
     """Sums of the column totals of per-block count rows ``rows[k]`` (blocks x A) for each k,
     and their change when each block is deleted: ``(sums[k], deltas[k])``.
@@ -1261,10 +1298,19 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
     end, when every total of the columns is in the tables). The columns are cut into N_CHUNKS fixed ranges
     run in parallel and added in order, so the result does not depend on the thread count.
     """
-    n_rows, n_blocks, vocab = rows.shape
+    n_rows, n_blocks = rows.shape[:2]
     sums_c = np.zeros((N_CHUNKS, n_rows, N_SUMS))
     deltas_c = np.zeros((N_CHUNKS, n_rows, n_blocks, N_SUMS))
-    for c in nb.prange(N_CHUNKS):
+    n_workers = nb.get_num_threads()
+    run_workers(_rows_worker, n_workers, n_workers, rows, tables, jackknife, sums_c, deltas_c)
+    return _chunk_totals(sums_c, deltas_c)
+
+
+@kernel()
+def _rows_worker(worker, n_workers, rows, tables, jackknife, sums_c, deltas_c):
+    """``row_sums``' chunks worker, worker + n_workers, ..., each chunk's sums into ``sums_c[c]`` and ``deltas_c[c]``."""
+    n_rows, n_blocks, vocab = rows.shape
+    for c in range(worker, N_CHUNKS, n_workers):
         total = np.empty(ROW_COLUMNS, dtype=np.int64)
         before = np.empty((2, ROW_COLUMNS))
         lo, hi = c * vocab // N_CHUNKS, (c + 1) * vocab // N_CHUNKS
@@ -1307,7 +1353,6 @@ def row_sums(rows: np.ndarray, tables: np.ndarray, jackknife: bool) -> tuple[np.
                     deltas[g, 0] += d0
                     deltas[g, 1] += d1
                     deltas[g, 2] -= emptied
-    return _chunk_totals(sums_c, deltas_c)
 
 
 @kernel(inline="always")
@@ -1367,7 +1412,6 @@ def dense_block(
         d += 1
 
 
-@kernel(parallel=True)
 def dense_counts(
     tok: np.ndarray, doc_ends: np.ndarray, block_starts: np.ndarray, slot_r: np.ndarray, slot_mode: np.ndarray,
     slot_seed: np.ndarray, shift: int, layout: np.ndarray, counts: np.ndarray, n_workers: int,
@@ -1380,19 +1424,24 @@ def dense_counts(
     (``_deal_blocks``). The caller keeps ``counts`` for the next batch, and
     ``dense_table_sums`` takes the sums.
     """
-    upto = np.zeros(slot_r.shape[0], dtype=np.int64)
     deal = _deal_blocks(block_starts, n_workers)
-    for w in nb.prange(deal.shape[0]):
-        for g in deal[w]:
-            if g < 0:
-                break
-            table = counts[g]
-            table[:] = 0
-            dense_block(tok, doc_ends, block_starts[g], block_starts[g + 1], slot_r, slot_mode, slot_seed, upto,
-                        shift, layout, table)
+    run_workers(_dense_worker, deal.shape[0], deal, tok, doc_ends, block_starts, slot_r, slot_mode, slot_seed, shift,
+                layout, counts)
 
 
-@kernel(parallel=True)
+@kernel()
+def _dense_worker(w, deal, tok, doc_ends, block_starts, slot_r, slot_mode, slot_seed, shift, layout, counts):
+    """``dense_counts``' blocks dealt to worker w."""
+    upto = np.zeros(slot_r.shape[0], dtype=np.int64)
+    for g in deal[w]:
+        if g < 0:
+            break
+        table = counts[g]
+        table[:] = 0
+        dense_block(tok, doc_ends, block_starts[g], block_starts[g + 1], slot_r, slot_mode, slot_seed, upto,
+                    shift, layout, table)
+
+
 def dense_table_sums(
     counts: np.ndarray, tables: np.ndarray, jackknife: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -1402,7 +1451,7 @@ def dense_table_sums(
     Tables are integers and the sums are taken in a fixed order, so the result does not
     depend on the thread count. Returns joint, first, second, their deltas, block pairs.
     """
-    n_blocks, n_slots, vocab = counts.shape[0], counts.shape[1], counts.shape[2]
+    n_blocks, n_slots = counts.shape[0], counts.shape[1]
     joint = np.zeros((n_slots, N_SUMS))
     first = np.zeros((n_slots, N_SUMS))
     second = np.zeros((n_slots, N_SUMS))
@@ -1410,7 +1459,18 @@ def dense_table_sums(
     first_jk = np.zeros((n_slots, n_blocks, N_SUMS))
     second_jk = np.zeros((n_slots, n_blocks, N_SUMS))
     block_pairs = np.zeros((n_slots, n_blocks), dtype=np.int64)
-    for s in nb.prange(n_slots):
+    n_workers = min(nb.get_num_threads(), n_slots)
+    run_workers(_dense_sums_worker, n_workers, n_workers, counts, tables, jackknife, joint, first, second, joint_jk,
+                first_jk, second_jk, block_pairs)
+    return joint, first, second, joint_jk, first_jk, second_jk, block_pairs
+
+
+@kernel()
+def _dense_sums_worker(worker, n_workers, counts, tables, jackknife, joint, first, second, joint_jk, first_jk,
+                       second_jk, block_pairs):
+    """``dense_table_sums``' slots worker, worker + n_workers, ..., each into its rows of the results."""
+    n_blocks, n_slots, vocab = counts.shape[0], counts.shape[1], counts.shape[2]
+    for s in range(worker, n_slots, n_workers):
         total = np.zeros(vocab * vocab, dtype=np.int64)
         block_rows = np.zeros((n_blocks, vocab), dtype=np.int64)  # each block's marginals
         block_cols = np.zeros((n_blocks, vocab), dtype=np.int64)
@@ -1458,7 +1518,6 @@ def dense_table_sums(
             joint_jk[s, g, 0], joint_jk[s, g, 1], joint_jk[s, g, 2] = d0, d1, -emptied
             first_jk[s, g] = count_deltas(rows, block_rows[g], tables)
             second_jk[s, g] = count_deltas(cols, block_cols[g], tables)
-    return joint, first, second, joint_jk, first_jk, second_jk, block_pairs
 
 
 @kernel()

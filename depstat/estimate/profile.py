@@ -40,7 +40,7 @@ from depstat.io.sampling import (
     select,
     stream_keys,
 )
-from depstat.progress import bar
+from depstat.progress import announce_compilation, bar
 from depstat.tokenize.cache import TokenCache
 from depstat.tokenize.granularity import (
     DEFAULT_LADDER,
@@ -465,6 +465,7 @@ def profile(
     opened with ``ids_tokenizer`` (a corpus option: the ``tokenizer.json`` that made them) are
     decoded and profiled as text, with that tokenizer as one more granularity.
     """
+    announce_compilation()
     est.get(estimator)  # an unknown name is one line before any work
     check_profile_options(confidence, null_draws, order, population, seed)
     if sample not in SAMPLE_RULES:
