@@ -86,11 +86,14 @@ def corpus_options() -> argparse.ArgumentParser:
                    help="tokenizer.json that made the token ids: decode them to text, so every granularity (and "
                    "bytes per token) exists; the ids become the granularity named after it")
     g.add_argument("--eos-id", type=int, default=None, help="document separator id in .npy/.bin token streams")
-    g.add_argument("--bin-dtype", default="uint16", choices=["uint16", "uint32"], help="dtype of .bin token streams")
+    g.add_argument("--bin-dtype", choices=["uint16", "uint32"],
+                   help="dtype of .bin token streams (required for .bin: the file does not say it)")
     g.add_argument("--vocab-size", type=int, default=None, help="vocabulary size of pre-tokenized input (default: largest id + 1)")
     g.add_argument("--split", default="train", help="split of a Hugging Face / saved dataset (default: train)")
     g.add_argument("--hf-config", default=None, help="configuration name of a Hugging Face dataset")
-    g.add_argument("--skip-bad", action="store_true", help="skip and count bad records instead of stopping at the first")
+    g.add_argument("--skip-bad", action="store_true",
+                   help="skip and count bad records, and a directory's or glob's files of no supported extension "
+                        "(listed in summary.json), instead of stopping at the first")
     g.add_argument("--max-docs", type=int, default=None, help="profile a sample of N documents (see --sample)")
     g.add_argument("--max-tokens", type=int, default=None, help="profile a sample of about N tokens (UTF-8 bytes for text; the last document whole)")
     g.add_argument(

@@ -13,7 +13,7 @@ import pytest
 import zstandard
 
 from depstat.errors import DepstatError
-from depstat.io.corpus import Corpus, Document, open_corpus, split_on_eos
+from depstat.io.corpus import EXAMPLE_CORPUS, Corpus, Document, open_corpus, split_on_eos
 from depstat.io.sampling import select
 
 RECORDS = [{"text": "alpha beta", "id": 1}, {"text": "gamma", "id": 2}, {"text": "delta epsilon", "id": 3}]
@@ -154,7 +154,6 @@ def test_text_directory_recursive_sorted(tmp_path):
     write(tmp_path / "d" / "a.txt", "ay")
     write(tmp_path / "d" / "sub" / "c.py", "print(1)\n")
     write(tmp_path / "d" / "sub" / "d.rst", "dee")
-    write(tmp_path / "d" / "notes.csv", "ignored")
     write(tmp_path / "d" / ".hidden" / "x.txt", "hidden")
     corpus = open_corpus(str(tmp_path / "d"))
     docs = list(corpus)
@@ -164,9 +163,34 @@ def test_text_directory_recursive_sorted(tmp_path):
     assert corpus.describe()["file_count"] == 4
 
 
-def test_single_file_with_unknown_extension_read_as_text(tmp_path):
+def test_single_file_without_extension_read_as_text_other_extensions_refused(tmp_path):
+    path = write(tmp_path / "fortunes", "some text")
+    assert texts(open_corpus(path)) == ["some text"]
     path = write(tmp_path / "notes.log", "some log text")
-    assert texts(open_corpus(path)) == ["some log text"]
+    assert error_of(path) == (f"{path}: unknown file extension '.log' (supported: .jsonl, .jsonl.gz, .jsonl.zst, "
+                              ".parquet, .npy, .bin, .csv, .tsv, .txt, .md, .rst, .py: if it is plain text, name it .txt)")
+
+
+def test_directory_files_of_other_extensions_are_an_error_or_skipped_and_listed(tmp_path):
+    write(tmp_path / "d" / "a.md", "# ay")
+    write(tmp_path / "d" / "b.png", b"\x89PNG")
+    write(tmp_path / "d" / "sub" / "c.log", "log")
+    message = error_of(str(tmp_path / "d"))
+    assert message.startswith(f"{tmp_path / 'd'}: directory holds 2 files of no supported extension: b.png, sub/c.log")
+    assert "--skip-bad" in message
+    corpus = open_corpus(str(tmp_path / "d"), skip_bad=True)
+    assert texts(corpus) == ["# ay"]
+    assert [Path(p).name for p in corpus.stats.skipped_files] == ["b.png", "c.log"]
+
+
+def test_csv_and_tsv_read_by_their_text_column(tmp_path):
+    path = write(tmp_path / "kjv.csv", 'book,text\nGen,"In the beginning, God"\nExod,"Now these\nare the names"\n')
+    assert texts(open_corpus(path)) == ["In the beginning, God", "Now these\nare the names"]
+    assert [d.line for d in open_corpus(path)] == [1, 2]
+    assert texts(open_corpus(path, text_field="book", group_field="text")) == ["Gen", "Exod"]
+    tsv = write(tmp_path / "t.tsv", "id\tbody\n1\thello\n")
+    assert texts(open_corpus(tsv, text_field="body")) == ["hello"]
+    assert error_of(tsv) == f"{tsv}: no column 'text' (columns: id, body) (choose the column with --text-field)"
 
 
 def test_glob_sorted(tmp_path):
@@ -385,14 +409,14 @@ def test_missing_path_and_empty_glob(tmp_path):
 
 
 def test_glob_and_directory_without_supported_files(tmp_path):
-    write(tmp_path / "d" / "a.csv", "x")
-    assert "holds no supported files (found 1 other files, e.g. a.csv)" in error_of(str(tmp_path / "d" / "*"))
+    write(tmp_path / "d" / "a.log", "x")
+    assert "holds no supported files (found 1 other files, e.g. a.log)" in error_of(str(tmp_path / "d" / "*"))
     assert "directory holds no supported files" in error_of(str(tmp_path / "d"))
 
 
 def test_unknown_binary_file_and_json_rejected(tmp_path):
     path = write(tmp_path / "blob.dat", b"\x00\x01\xff\xfe")
-    assert error_of(path).startswith(f"{path}: unknown file extension '.dat' and the file is not UTF-8 text")
+    assert error_of(path).startswith(f"{path}: unknown file extension '.dat', and not UTF-8 text")
     path = write(tmp_path / "data.json", "[]")
     assert "rename it to .jsonl" in error_of(path)
 
@@ -405,7 +429,9 @@ def test_bad_token_streams(tmp_path):
     np.save(floats, np.zeros(4, dtype=np.float32))
     assert error_of(floats).startswith(f"{floats}: has dtype float32; expected integer token ids")
     odd = write(tmp_path / "odd.bin", b"\x01\x02\x03")
-    assert error_of(odd).startswith(f"{odd}: size 3 bytes is not a multiple of 2 (uint16)")
+    assert error_of(odd) == (f"{odd}: a raw .bin token file does not say the type of its ids (pass --bin-dtype "
+                             "uint16 (nanoGPT's, vocabularies up to 65,536) or uint32)")
+    assert error_of(odd, bin_dtype="uint16").startswith(f"{odd}: size 3 bytes is not a multiple of 2 (uint16)")
     negative = str(tmp_path / "n.npy")
     np.save(negative, np.array([1, 0, -3, 2]))
     assert error_of(negative, eos_id=0).startswith(f"{negative}:2: document has a negative token id (-3)")
@@ -499,3 +525,12 @@ def test_group_field_is_read_and_filters(tmp_path):
         open_corpus(str(root / "part-0.parquet"), group_field="domain")
     with pytest.raises(DepstatError, match="needs records with fields"):
         open_corpus(write(tmp_path / "a.txt", "plain"), group_field="source")
+
+
+def test_example_names_the_bundled_corpus_unless_a_file_has_that_name(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    corpus = open_corpus("example")
+    assert corpus.files == [str(EXAMPLE_CORPUS)] and EXAMPLE_CORPUS.is_file()
+    assert next(iter(corpus)).text
+    write(tmp_path / "example", "my own file")
+    assert texts(open_corpus("example")) == ["my own file"]

@@ -135,7 +135,7 @@ def test_pre_tokenized_stream_with_eos(tmp_path: Path) -> None:
     docs = [rng.integers(0, 50, 300) for _ in range(30)]
     stream = np.concatenate([np.r_[d, 50] for d in docs]).astype(np.uint16)
     stream.tofile(tmp_path / "train.bin")
-    p = depstat.profile(str(tmp_path / "train.bin"), eos_id=50, max_offset=64, vocab_size=51)
+    p = depstat.profile(str(tmp_path / "train.bin"), eos_id=50, bin_dtype="uint16", max_offset=64, vocab_size=51)
     facts = p.granularities["ids"]
     assert facts["n_docs"] == 30 and facts["n_tokens"] == 9000 and facts["vocab_size"] == 51
     assert p.table["mi_bits"].abs().max() < 0.05  # independent draws

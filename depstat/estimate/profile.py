@@ -636,6 +636,7 @@ def _read_stats(s: ReadStats) -> dict:
     return {
         "documents_read": s.documents, "skipped_bad_records": s.skipped,
         "skipped_reasons": dict(s.skipped_reasons), "empty_documents": s.empty,
+        "skipped_files": list(s.skipped_files),
     }
 
 

@@ -7,13 +7,17 @@ Supported inputs (decided from the spec at construction, so bad paths fail early
   ``text_field`` but has one of ``IDS_FIELDS`` (``input_ids``, ``tokens``, ``token_ids``, ``ids``:
   the first present is used, and ``describe`` names it).
 * Parquet ``.parquet``: one row per document, read in batches of one column.
-* Plain text ``.txt``, ``.md``, ``.rst``, ``.py``: one document per file.  A single file with
-  any other extension is read as text only if it looks like UTF-8 text (``.json`` is refused).
-* Token streams ``.npy`` (1-D integer array) and nanoGPT ``.bin`` (raw ``bin_dtype``); documents
-  are the runs between ``eos_id`` tokens, or the whole stream when ``eos_id`` is None.
+* CSV ``.csv`` and TSV ``.tsv`` with a header: one row per document, text in ``text_field``.
+* Plain text ``.txt``, ``.md``, ``.rst``, ``.py``: one document per file; a single file without
+  an extension too, if it looks like UTF-8 text. Any other extension is refused.
+* Token streams ``.npy`` (1-D integer array) and nanoGPT ``.bin`` (raw ``bin_dtype``, which
+  must be given); documents are the runs between ``eos_id`` tokens, or the whole stream when
+  ``eos_id`` is None.
 * A directory (searched recursively, hidden entries skipped) or a glob pattern of the above;
-  a directory written by ``datasets`` ``save_to_disk`` is loaded with ``load_from_disk``.
+  a file of another extension in it is an error, or skipped and listed with ``skip_bad``; a
+  directory written by ``datasets`` ``save_to_disk`` is loaded with ``load_from_disk``.
 * ``hf:OWNER/NAME``: a Hugging Face Hub dataset, streamed (needs network access).
+* ``example``: the bundled corpus (the Python documentation's topics), where no such file exists.
 
 Every problem with the input is raised as a one-line :class:`DepstatError` naming file and line.
 """
@@ -29,6 +33,7 @@ import os
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
@@ -44,8 +49,11 @@ FORMAT_BY_SUFFIX = {
     ".parquet": "parquet",
     ".npy": "npy",
     ".bin": "bin",
+    ".csv": "csv",
+    ".tsv": "tsv",
     **{suffix: "text" for suffix in TEXT_EXTENSIONS},
 }
+TABLE_FORMATS = ("csv", "tsv")
 JSONL_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst")
 STREAM_FORMATS = ("npy", "bin")
 BIN_DTYPES = ("uint16", "uint32")
@@ -58,6 +66,8 @@ DECODE_IDS = 1 << 18  # ids decoded in one batch (--ids-tokenizer): parallel, an
 PARQUET_BATCH_ROWS = 1024
 SNIFF_BYTES = 1 << 16
 MAX_LISTED = 20
+EXAMPLE_SPEC = "example"  # names the bundled corpus wherever no file of that name exists
+EXAMPLE_CORPUS = Path(__file__).resolve().parents[1] / "data" / "python-docs.jsonl.gz"
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,7 @@ class ReadStats:
     """Counters filled while iterating a corpus, so the summary can report what was read."""
 
     files: list[str] = field(default_factory=list)
+    skipped_files: list[str] = field(default_factory=list)  # of a directory or glob, unreadable by extension
     documents: int = 0
     skipped: int = 0
     skipped_reasons: dict[str, int] = field(default_factory=dict)
@@ -107,7 +118,7 @@ class Corpus:
         text_field: str = "text",
         ids_field: str | None = None,
         eos_id: int | None = None,
-        bin_dtype: str = "uint16",
+        bin_dtype: str | None = None,
         skip_bad: bool = False,
         hf_split: str = "train",
         hf_config: str | None = None,
@@ -119,7 +130,7 @@ class Corpus:
         if spec.startswith("hf:"):
             self._attach_dataset(load_hf_dataset(_hf_name(spec), hf_config, hf_split), "hf")
         else:
-            self.files = resolve_files(spec)
+            self.files, self.stats.skipped_files = resolve_files(spec, skip_bad)
             if len(self.files) == 1 and _is_saved_dataset(self.files[0]):
                 self._split = _saved_dataset_split(self.files[0], hf_split)
                 self._attach_dataset(load_saved_dataset(self.files[0], hf_split), "datasets")
@@ -210,7 +221,7 @@ class Corpus:
     def _copy(self, **changes: Any) -> Corpus:
         """A shallow copy with some attributes changed and fresh counters."""
         copy = object.__new__(Corpus)
-        copy.__dict__.update(self.__dict__, stats=ReadStats(), **changes)
+        copy.__dict__.update(self.__dict__, stats=ReadStats(skipped_files=self.stats.skipped_files), **changes)
         return copy
 
     def _configure(
@@ -219,13 +230,13 @@ class Corpus:
         text_field: str,
         ids_field: str | None,
         eos_id: int | None,
-        bin_dtype: str,
+        bin_dtype: str | None,
         skip_bad: bool,
         hf_split: str,
         hf_config: str | None,
     ) -> None:
         """Store and check the reading options shared by every kind of source."""
-        if bin_dtype not in BIN_DTYPES:
+        if bin_dtype is not None and bin_dtype not in BIN_DTYPES:
             raise DepstatError(f"unsupported .bin dtype '{bin_dtype}'", hint="use uint16 or uint32")
         if eos_id is not None and (isinstance(eos_id, bool) or not isinstance(eos_id, (int, np.integer)) or eos_id < 0):
             raise DepstatError(f"eos id must be a non-negative integer, got {eos_id!r}")
@@ -299,6 +310,12 @@ class Corpus:
             return "ids", None
         if fmt == "text":
             return "text", None
+        if fmt in TABLE_FORMATS:
+            names = _table_columns(path, fmt)
+            _require_column(self.text_field, names, path, "text")
+            if self.group_field is not None:
+                _require_column(self.group_field, names, path, "group")
+            return "text", self.text_field
         if fmt == "parquet":
             names = _parquet_columns(path)
             kind, record_field = self._pick_field(names)
@@ -356,7 +373,7 @@ class Corpus:
         fresh pass that decodes (``--ids-tokenizer``) only those, refreshing ``stats``. Decoded
         text goes to the cache (``cache_decoding``) unless ``keep_decoded`` is False (a pass
         whose batches no later pass reads)."""
-        self.stats = ReadStats()
+        self.stats = ReadStats(skipped_files=self.stats.skipped_files)
         docs = self._kept()
         if places is not None:
             docs = _at_places(docs, places)
@@ -388,6 +405,8 @@ class Corpus:
                 yield from self._read_jsonl(path)
             elif fmt == "parquet":
                 yield from self._read_parquet(path)
+            elif fmt in TABLE_FORMATS:
+                yield from self._read_table(path, fmt)
             elif fmt in STREAM_FORMATS:
                 yield from self._read_stream(path)
             else:
@@ -453,24 +472,46 @@ class Corpus:
 
         row = 0
         try:
-            columns = [self._field] + ([self.group_field] if self.group_field is not None else [])
+            columns = self._columns()
             with pq.ParquetFile(path) as parquet:
                 for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns):
                     groups = batch.column(1).to_pylist() if len(columns) > 1 else [None] * batch.num_rows
-                    for value, group in zip(batch.column(0).to_pylist(), groups):
-                        row += 1
-                        try:
-                            doc = self._value_document(path, row, value, group)
-                        except _BadRecord as bad:
-                            self._reject(bad, path, row)
-                            continue
-                        yield doc
+                    yield from self._column_documents(path, batch.column(0).to_pylist(), groups, row + 1)
+                    row += batch.num_rows
         except (pa.ArrowException, OSError) as exc:
             raise DepstatError(
                 f"cannot read Parquet data after row {row}: {_one_line(exc)}",
                 path=path,
                 hint="the file may be truncated or corrupt",
             ) from None
+
+    def _read_table(self, path: str, fmt: str) -> Iterator[Document]:
+        """Yield one document per row of a CSV or TSV file's text column (its line: the row's number)."""
+        import polars as pl
+
+        columns = self._columns()
+        try:
+            table = pl.read_csv(path, separator="," if fmt == "csv" else "\t", columns=columns,
+                                infer_schema_length=0)
+        except (pl.exceptions.PolarsError, OSError) as exc:
+            raise DepstatError(f"cannot read the {fmt.upper()} file: {_one_line(exc)}", path=path,
+                               hint="check its quoting and separator") from None
+        groups = table[columns[1]].to_list() if len(columns) > 1 else [None] * table.height
+        yield from self._column_documents(path, table[columns[0]].to_list(), groups, 1)
+
+    def _columns(self) -> list[str]:
+        """The columns a row-per-document file is read by: the text or ids field, and the group field."""
+        return [self._field] + ([self.group_field] if self.group_field is not None else [])
+
+    def _column_documents(self, path: str, values: list, groups: list, first_row: int) -> Iterator[Document]:
+        """One document per row of a column (and its group), numbered from ``first_row``; bad ones rejected."""
+        for row, (value, group) in enumerate(zip(values, groups), start=first_row):
+            try:
+                doc = self._value_document(path, row, value, group)
+            except _BadRecord as bad:
+                self._reject(bad, path, row)
+                continue
+            yield doc
 
     def _read_text_file(self, path: str) -> Iterator[Document]:
         """Yield the whole file as one text document (strict UTF-8, a leading BOM dropped)."""
@@ -562,22 +603,29 @@ def open_corpus(spec: str, **kwargs: Any) -> Corpus:
 # -- resolving specs into files ----------------------------------------------------------------
 
 
-def resolve_files(spec: str) -> list[str]:
-    """Expand a file, directory or glob spec into a sorted list of readable input paths."""
+def resolve_files(spec: str, skip_unknown: bool = False) -> tuple[list[str], list[str]]:
+    """Expand a file, directory or glob spec into sorted input paths, and the files skipped.
+
+    A directory's or glob's file of an unsupported extension is an error naming it, or with
+    ``skip_unknown`` left out and listed; ``example`` is the bundled corpus unless a file of
+    that name exists.
+    """
     path = os.path.expanduser(spec)
+    if spec == EXAMPLE_SPEC and not os.path.exists(path):
+        return [str(EXAMPLE_CORPUS)], []
     if os.path.isdir(path):
         if _is_saved_dataset(path):
-            return [path]
-        return _require_supported(_walk(path), path, "directory")
+            return [path], []
+        return _require_supported(_walk(path), path, "directory", skip_unknown)
     if os.path.exists(path):
         _check_single_file(path)
-        return [path]
+        return [path], []
     if any(char in path for char in "*?["):
         matches = sorted(glob.glob(path, recursive=True))
         if not matches:
             raise DepstatError("glob pattern matched nothing", path=spec, hint="check the pattern and quote it")
         found = [f for m in matches for f in (_walk(m) if os.path.isdir(m) else [m])]
-        return _require_supported(sorted(found), spec, "glob pattern")
+        return _require_supported(sorted(found), spec, "glob pattern", skip_unknown)
     raise DepstatError("no such file or directory", path=spec, hint="check the path")
 
 
@@ -590,9 +638,11 @@ def _walk(root: str) -> list[str]:
     return sorted(found)
 
 
-def _require_supported(paths: list[str], spec: str, what: str) -> list[str]:
-    """Keep the paths with a supported extension; complain when none are left."""
+def _require_supported(paths: list[str], spec: str, what: str, skip_unknown: bool) -> tuple[list[str], list[str]]:
+    """Split the paths into those of a supported extension and the others, which are an error
+    unless ``skip_unknown``; no supported file at all is always one."""
     supported = [path for path in paths if _format_of(path) is not None]
+    others = [path for path in paths if _format_of(path) is None]
     if not supported:
         example = f" (found {len(paths)} other files, e.g. {os.path.basename(paths[0])})" if paths else ""
         raise DepstatError(
@@ -600,14 +650,23 @@ def _require_supported(paths: list[str], spec: str, what: str) -> list[str]:
             path=spec,
             hint=f"supported: {', '.join(FORMAT_BY_SUFFIX)}",
         )
-    return supported
+    if others and not skip_unknown:
+        named = ", ".join(os.path.relpath(p, spec) if what == "directory" else p for p in others[:3])
+        more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+        raise DepstatError(
+            f"{what} holds {len(others)} file{'s' if len(others) > 1 else ''} of no supported extension: {named}{more}",
+            path=spec,
+            hint=f"pass --skip-bad to skip them, listed in summary.json; supported: {', '.join(FORMAT_BY_SUFFIX)}",
+        )
+    return supported, others
 
 
 def _check_single_file(path: str) -> None:
-    """Accept a lone file of unknown extension only when it looks like UTF-8 text."""
+    """Accept a lone file of unknown extension (or none) only when it looks like UTF-8 text."""
     if _format_of(path) is not None:
         return
-    if path.lower().endswith(".json"):
+    suffix = os.path.splitext(path)[1]
+    if suffix.lower() == ".json":
         raise DepstatError(
             "'.json' files are not supported",
             path=path,
@@ -618,11 +677,13 @@ def _check_single_file(path: str) -> None:
         decoded = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError:
         decoded = "\0"
-    if "\0" in decoded:
+    if suffix or "\0" in decoded:
+        what = f"unknown file extension '{suffix}'" if suffix else "a file without an extension"
+        text = "" if "\0" in decoded else ": if it is plain text, name it .txt"
         raise DepstatError(
-            f"unknown file extension '{os.path.splitext(path)[1]}' and the file is not UTF-8 text",
+            f"{what}, and not UTF-8 text" if "\0" in decoded else what,
             path=path,
-            hint=f"supported: {', '.join(FORMAT_BY_SUFFIX)}",
+            hint=f"supported: {', '.join(FORMAT_BY_SUFFIX)}{text}",
         )
 
 
@@ -727,6 +788,17 @@ def _parquet_columns(path: str) -> list[str]:
         ) from None
 
 
+def _table_columns(path: str, fmt: str) -> list[str]:
+    """The header of a CSV or TSV file."""
+    import polars as pl
+
+    try:
+        return pl.read_csv(path, separator="," if fmt == "csv" else "\t", n_rows=0).columns
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise DepstatError(f"cannot read the {fmt.upper()} header: {_one_line(exc)}", path=path,
+                           hint="a CSV or TSV file needs a header row naming its columns") from None
+
+
 def _require_column(name: str, columns: list[str], source: str, kind: str) -> None:
     """Raise a DepstatError naming the available columns when the wanted one is absent."""
     if name not in columns:
@@ -759,8 +831,11 @@ def _open_npy(path: str) -> np.ndarray:
     return tokens
 
 
-def _open_bin(path: str, dtype: str) -> np.ndarray:
-    """Memory-map a raw nanoGPT-style .bin token file of the given dtype."""
+def _open_bin(path: str, dtype: str | None) -> np.ndarray:
+    """Memory-map a raw nanoGPT-style .bin token file of the given dtype (None: refused, a raw file does not say)."""
+    if dtype is None:
+        raise DepstatError("a raw .bin token file does not say the type of its ids", path=path,
+                           hint="pass --bin-dtype uint16 (nanoGPT's, vocabularies up to 65,536) or uint32")
     size = os.path.getsize(path)
     itemsize = np.dtype(dtype).itemsize
     if size % itemsize:

@@ -28,6 +28,10 @@ def render(result: Profile) -> str:
     lines = [f"corpus: {c.get('spec')}  ({summary['sampling']['rule']}{field})"]
     if c.get("skipped_bad_records"):
         lines.append(f"skipped bad records: {c['skipped_bad_records']} {c['skipped_reasons']}")
+    if c.get("skipped_files"):
+        files = c["skipped_files"]
+        listed = ", ".join(files[:5]) + (f" and {len(files) - 5} more (all in summary.json)" if len(files) > 5 else "")
+        lines.append(f"skipped {len(files)} file{'s' if len(files) > 1 else ''} of no supported extension: {listed}")
     lines.append(f"estimator: {result.estimator}; {int(result.confidence * 100)}% jackknife intervals")
     lines.append("")
     facts = pl.DataFrame([

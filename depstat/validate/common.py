@@ -20,13 +20,12 @@ from scipy import stats
 
 from depstat.errors import DepstatError
 from depstat.files import atomic_write
-from depstat.io.corpus import open_corpus
+from depstat.io.corpus import EXAMPLE_CORPUS, open_corpus
 
 if TYPE_CHECKING:
     from depstat.validate.model import GPT, ModelConfig
     from depstat.validate.train import TrainConfig, TrainResult
 
-EXAMPLE_CORPUS = Path(__file__).resolve().parents[1] / "data" / "python-docs.jsonl.gz"  # shipped in the package
 DOC_SEPARATOR = 0  # byte 0 never occurs in the text corpora, so it marks document ends
 LENGTH = 256  # training length of every validation model
 MODEL = {"n_layer": 2, "n_head": 2, "d_model": 64}  # the model's shape: head_dim 32, 16 bands
