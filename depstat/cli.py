@@ -15,7 +15,7 @@ import numpy as np
 from depstat import __version__
 from depstat.analysis.groups import Groups, profile_groups
 from depstat.analysis.recommend import DEFAULT_MARGIN, PAPER_C
-from depstat.analysis.result import DEFAULT_TRAIN_LENGTH, Settings, analyze
+from depstat.analysis.result import DEFAULT_HEAD_DIM, DEFAULT_TRAIN_LENGTH, Settings, analyze
 from depstat.analysis.selfsim import MARGIN as SIMILARITY_MARGIN
 from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
@@ -166,8 +166,10 @@ def analysis_options() -> argparse.ArgumentParser:
     """Options describing the model the advice is for."""
     p = argparse.ArgumentParser(add_help=False)
     a = p.add_argument_group("model and advice")
-    a.add_argument("--head-dim", type=int, default=128, help="attention head dimension d (default: 128)")
-    a.add_argument("--train-length", type=int, default=DEFAULT_TRAIN_LENGTH, help=f"training context length L (default: {DEFAULT_TRAIN_LENGTH})")
+    a.add_argument("--head-dim", type=int, default=None,
+                   help=f"your model's attention head dimension d (default: {DEFAULT_HEAD_DIM}, said beside the advice)")
+    a.add_argument("--train-length", type=int, default=None,
+                   help=f"your model's training context length L (default: {DEFAULT_TRAIN_LENGTH}, said beside the advice)")
     a.add_argument("--target-length", type=int, default=None, help="context length to extend to (adds PI / YaRN advice)")
     a.add_argument("--model-granularity", default=None, help="granularity W is read at (default: a --tokenizer one, else the largest BPE)")
     a.add_argument("--c", type=float, default=PAPER_C, help="constant of theta* = c / W (default: pi)")
@@ -272,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_profile(args: argparse.Namespace) -> Profile:
     """Run ``depstat profile`` from parsed arguments."""
+    if is_saved_profile(Path(args.corpus)):
+        raise DepstatError("is a saved profile, not a corpus", path=args.corpus,
+                           hint="read it with depstat selfsim, recommend, report or card")
     return profile(args.corpus, max_docs=args.max_docs, max_tokens=args.max_tokens, seed=args.seed, sample=args.sample,
                    **profile_options(args), **reading_options(args))
 
@@ -309,19 +314,32 @@ def run_groups(args: argparse.Namespace, settings: Settings) -> Groups:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Analysis settings from the command line."""
+    model = {"head_dim": (args.head_dim, DEFAULT_HEAD_DIM), "train_length": (args.train_length, DEFAULT_TRAIN_LENGTH)}
     return Settings(
-        head_dim=args.head_dim, train_length=args.train_length, target_length=args.target_length,
-        granularity=args.model_granularity, c=args.c, margin=args.margin, similarity_margin=args.similarity_margin,
+        **{name: default if given is None else given for name, (given, default) in model.items()},
+        target_length=args.target_length, granularity=args.model_granularity, c=args.c, margin=args.margin,
+        similarity_margin=args.similarity_margin, defaults=tuple(name for name, (given, _) in model.items() if given is None),
     )
 
 
 def load_or_profile(args: argparse.Namespace) -> Profile:
     """A saved profile directory, or a corpus profiled now with the given options."""
     src = Path(args.source)
-    if src.is_dir() and (src / "summary.json").is_file():
+    if is_saved_profile(src):
+        given = [action.option_strings[0] for action in corpus_options()._actions
+                 if action.option_strings and getattr(args, action.dest) != action.default]
+        if given:
+            raise DepstatError(f"{', '.join(given)} {'do' if len(given) > 1 else 'does'} not apply to a saved profile, "
+                               "which is analysed as it was profiled", path=str(src),
+                               hint="drop them, or profile the corpus again with them")
         return Profile.load(src)
     args.corpus = args.source
     return run_profile(args)
+
+
+def is_saved_profile(path: Path) -> bool:
+    """Whether ``path`` is a directory written by ``depstat profile --out``."""
+    return path.is_dir() and (path / "summary.json").is_file() and (path / "profile.parquet").is_file()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -338,6 +356,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("depstat: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (``depstat ... | head``): nothing left to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as err:  # a file that cannot be read or written, found only while working
         print(f"depstat: error: {err.strerror or err}{f': {err.filename}' if err.filename else ''}", file=sys.stderr)
         return 2
@@ -417,7 +438,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(analysis.recommendation.to_dict(), indent=2, default=str))
     else:
-        print(render_recommendation(analysis.recommendation))
+        print(render_recommendation(analysis))
     return 0
 
 

@@ -54,7 +54,8 @@ import depstat
 from depstat.io import synth
 from depstat.analysis.dependency import fitted, kernel_width
 from depstat.analysis.result import granularity_curve
-from depstat.analysis.recommend import base_for, configs, frequencies, men_lower_bound, recommend, yarn_betas
+from depstat.analysis.recommend import (
+    base_for, configs, frequencies, men_lower_bound, recommend, three_digits_up, yarn_betas)
 from depstat.report.document import build_report
 from depstat.analysis.selfsim import distinct, self_similarity
 
@@ -171,19 +172,22 @@ for corpus, w in widths.items():
 # for all of L_train, listed beside it. For every other kernel — local, composite,
 # scale-free, periodic — the data do not constrain the base, and it is Men et al.'s bound
 # for L_train (`bound == "Men et al."`; PI and YaRN keep the slow bands' positions within
-# L_train at the target length, so it is the training length that counts).
+# L_train at the target length, so it is the training length that counts). Either way the base
+# is rounded up to 3 significant digits (`three_digits_up`): the rules set it no closer, and
+# rounding up never undercuts a bound.
 
 # %%
 men = men_lower_bound(HEAD_DIM, L_TRAIN)
 
 
 def base_by_rule(w, ts: float, margin: float = MARGIN) -> tuple[float, str, float | None]:
-    """rope_theta by the rule above, what set it, and Men et al.'s bound for the data's reach."""
+    """rope_theta by the rule above (rounded up to 3 significant digits), what set it, and Men et al.'s
+    bound for the data's reach."""
     if w.kind == "characteristic" and margin * w.W < L_TRAIN:
         reach = men_lower_bound(HEAD_DIM, math.ceil(margin * w.W))
         b_a = base_for(ts, HEAD_DIM, margin)
-        return max(b_a, reach), "data: b_A" if b_a >= reach else "data: Men et al., margin × W", reach
-    return men, "Men et al., L_train", None
+        return three_digits_up(max(b_a, reach)), "data: b_A" if b_a >= reach else "data: Men et al., margin × W", reach
+    return three_digits_up(men), "Men et al., L_train", None
 
 
 rows = []
@@ -481,11 +485,12 @@ assert widths["arithmetic"].kind == "characteristic" and widths["natural text"].
 assert widths["natural text"].W is None and 0 < widths["arithmetic"].W < widths["arithmetic"].r_max / 2
 assert list(bases["set by"]) == ["Men et al., L_train", "data: Men et al., margin × W"]
 assert recs["arithmetic"].bound == "data" and recs["arithmetic"].rope_theta < men / 10
-assert recs["natural text"].bound == "Men et al." and recs["natural text"].rope_theta == men
+assert recs["natural text"].bound == "Men et al." and recs["natural text"].rope_theta == three_digits_up(men)
 assert {all_widths["arithmetic"][g].kind for g in ("bpe-8k", "words")} == {"periodic"}
 assert all_widths["arithmetic"]["bytes"].kind == "composite" and all_widths["arithmetic"]["bytes"].W is not None
 assert set(sensitivity["set by"]) == {"data: Men et al., margin × W"} and len(set(sensitivity["rope_theta"])) == 3
-assert (sensitivity["rope_theta"] == sensitivity["Men bound (margin × W)"]).all()  # the rule by hand = recommend
+assert sensitivity["rope_theta"].to_list() == [  # the rule by hand = recommend
+    three_digits_up(b) for b in sensitivity["Men bound (margin × W)"]]
 assert recs["natural text"].extension.beta_fast == L_TRAIN / (2 * L_TARGET / L_TRAIN)  # r_local = s
 assert recs["arithmetic"].extension.beta_fast == L_TRAIN / (2 * widths["arithmetic"].W)  # r_local = W
 assert lengths["dilated"][0] == "pi" and lengths["dilated"][1].verdict == "dilated"

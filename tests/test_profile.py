@@ -19,6 +19,7 @@ from depstat.count.counting import PairCounter
 from depstat.estimate.profile import Profile, log_offsets, mi_profile
 from depstat.io.corpus import Document
 from depstat.io.synth import MarkovChain, stationary
+from depstat.report.console import render
 from depstat.tokenize.granularity import encode_stream, ids_stream, training_texts
 from depstat.tokenize.stream import TokenStream
 
@@ -242,7 +243,8 @@ BAD_INPUTS = {
     "missing field": (lambda d: _write(d / "f.jsonl", '{"body": "hello there"}\n'), "f.jsonl:1:"),
     "non-utf8": (lambda d: _write_bytes(d / "u.jsonl", b'{"text": "ok"}\n{"text": "\xff\xfe"}\n'), "u.jsonl:2:"),
     "empty corpus": (lambda d: _write(d / "e.jsonl", '{"text": ""}\n'), "no non-empty documents"),
-    "too short": (lambda d: _write(d / "s.jsonl", '{"text": "ab"}\n'), "shorter than every offset"),
+    "too short": (lambda d: _write(d / "s.jsonl", '{"text": "ab"}\n'),
+                  "needs 64, and the smallest, r = 1, has 1 (1 document, the longest 2 tokens)"),
 }
 
 
@@ -389,3 +391,10 @@ def test_first_run_says_it_compiles_and_the_next_loads(tmp_path: Path) -> None:
     assert any("dense_worker" in line for line in compiled), compiled
     assert "compil" not in runs[1].stderr, runs[1].stderr
 
+
+def test_console_marks_a_vocabulary_the_trainer_could_not_fill(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.jsonl", "".join(json.dumps({"text": f"the cat {i} sat on the mat. " * 20}) + "\n"
+                                                for i in range(20)))
+    p = depstat.profile(str(path), granularities=["bpe-4k"], max_offset=8)
+    vocab = p.granularities["bpe-4k"]["vocab_size"]
+    assert vocab < 4096 and f"{vocab} (of 4096 asked: no more merges)" in render(p)

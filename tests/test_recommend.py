@@ -21,6 +21,7 @@ from depstat.analysis.recommend import (
     liu_extension_base,
     men_lower_bound,
     recommend,
+    three_digits_up,
     yarn_betas,
 )
 from depstat.analysis.selfsim import SelfSimilarity
@@ -70,12 +71,13 @@ def test_a_characteristic_length_sets_the_base_and_others_leave_it_to_men() -> N
     L_train; a composite or scale-free kernel: Men et al.'s bound for L_train, said as such."""
     own = recommend(_width("characteristic", 30.0, fit=DecayFit("exponential", 1, 13.0, 0, 0, 0.01, 0, 28)),
                     _similarity("not self-similar"), 128, 2048)
-    assert own.bound == "data" and own.rope_theta == pytest.approx(max(own.base_from_data, men_lower_bound(128, 60)))
+    assert own.bound == "data" and own.rope_theta == three_digits_up(max(own.base_from_data, men_lower_bound(128, 60)))
     assert own.rope_theta < own.base_men and "your data set the base" in own.reasons[2]
     assert own.rope_theta_interval[0] <= own.rope_theta <= own.rope_theta_interval[1]
     for kind in ("composite", "scale-free", "periodic", "none"):
         rec = recommend(_width(kind, 3.0 if kind == "composite" else None, 3.8), _similarity("inconclusive"), 128, 2048)
-        assert rec.bound == "Men et al." and rec.rope_theta == rec.base_men == men_lower_bound(128, 2048)
+        assert rec.bound == "Men et al." and rec.rope_theta == three_digits_up(rec.base_men)
+        assert rec.base_men == men_lower_bound(128, 2048)
         assert "your data do not constrain the base" in rec.reasons[-1]
 
 
@@ -206,3 +208,10 @@ def test_cli_profile_writes_analysis_and_commands_reuse_it(tmp_path: Path, capsy
     assert "not self-similar" in capsys.readouterr().out
     assert main(["recommend", str(out), "--head-dim", "63"]) == 2
     assert "even" in capsys.readouterr().err
+
+
+@given(st.floats(1e-3, 1e12))
+def test_three_digits_up_never_undercuts_and_keeps_three_digits(base: float) -> None:
+    up = three_digits_up(base)
+    assert base * (1 - 1e-9) <= up <= base * 1.01 + 1e-12
+    assert float(f"{up:.3g}") == pytest.approx(up, rel=1e-12)

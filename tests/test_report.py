@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 import depstat
+from depstat.cli import main
+from depstat.report.console import base_text
 from depstat.report.document import (
     FIGURES,
     Items,
@@ -29,8 +31,8 @@ def test_html_states_verdict_base_and_config(analysed: Analysed, paths: dict[str
     page = paths["html"].read_text(encoding="utf-8")
     rec = analysed.analysis.recommendation
     assert f"Verdict: {analysed.analysis.self_similarity.verdict}." in page
-    assert f"rope_theta = {rec.rope_theta:.4g}" in page
-    assert json.dumps(rec.rope_theta) in page  # the exact value, in the config blocks
+    assert f"rope_theta = {base_text(rec.rope_theta)}" in page
+    assert json.dumps(rec.rope_theta) in page  # the value, in the config blocks
     assert "Men et al." in page and "Llama 3 8B" in page  # the other rules side by side
     assert "bpe-512" in page and analysed.profile.estimator in page and depstat.__version__ in page
 
@@ -57,3 +59,19 @@ def test_text_is_escaped_in_html() -> None:
     hostile = "<script>alert(1)</script>"
     page = _html_document(hostile, [(hostile, [Para(hostile), Items([hostile]), Table([hostile], [[hostile]])])], {})
     assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_options_of_a_new_profile_are_refused_on_a_saved_one(analysed: Analysed, tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture) -> None:
+    saved = analysed.profile.save(tmp_path / "p")
+    assert main(["recommend", str(saved), "--max-offset", "10", "-g", "bytes"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"depstat: error: {saved}: --granularity, --max-offset do not apply to a saved profile, "
+                           "which is analysed as it was profiled (drop them, or profile the corpus again with them)")
+    assert main(["recommend", str(saved), "--head-dim", "64", "--train-length", "256"]) == 0
+    out = capsys.readouterr().out
+    assert "head_dim 64, L_train 256" in out and "note:" not in out
+    assert main(["recommend", str(saved), "--head-dim", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "note: L_train 2048 is depstat's default, not your model's: set --train-length" in out
+    assert '"rope_theta": ' + f"{float(out.split('rope_theta ')[1].split()[0].replace(',', '')):.1f}" in out

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from depstat.analysis.result import Analysis, Settings, analyze
+from depstat.analysis.result import MODEL_SETTINGS, Analysis, Settings, analyze
 from depstat.errors import DepstatError
 from depstat.estimate.profile import Profile, local_copy, profile
 from depstat.files import atomic_write
@@ -180,7 +180,7 @@ def _one_group(corpus: Corpus, value: str, n: int, budget: bool, seed: int, samp
     except DepstatError as err:
         return Group(value, n, None, None, f"not profiled: {err}")
     try:
-        return Group(value, n, prof, analyze(prof, settings or Settings()))
+        return Group(value, n, prof, analyze(prof, settings or Settings(defaults=MODEL_SETTINGS)))
     except DepstatError as err:
         return Group(value, n, prof, None, f"not analysed: {err}")
 

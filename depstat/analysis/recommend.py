@@ -228,6 +228,7 @@ def recommend(
         base, bound = b_men, "Men et al."
         reasons.append(f"your data do not constrain the base (a {width.kind} kernel, no characteristic length inside "
                        f"L_train): Men et al.'s bound for L_train = {attended}, {b_men:.4g}; b_A = {b_data:.4g} beside")
+    base = three_digits_up(base)  # the rules set no closer, and a bound is never undercut
     rec = grid("recommended", base, head_dim, theta_star, "this profile")
     alternatives = [
         grid("b = 10,000", 10_000.0, head_dim, theta_star, "original RoPE"),
@@ -297,6 +298,12 @@ def _extension(width: Width, similarity: SelfSimilarity, base: float, head_dim: 
            "(every band interpolated) only where the data at the target length are these data dilated "
            "(depstat.compare_lengths): on stationary text it loses the first offsets' resolution")
     return Extension("yarn", s, fast, slow, attention, kept, interpolated, why)
+
+
+def three_digits_up(base: float) -> float:
+    """``base`` rounded up to 3 significant digits: 15,300.29 -> 15,400."""
+    step = 10.0 ** (math.floor(math.log10(base)) - 2)
+    return round(math.ceil(base / step * (1 - 1e-12)) * step, 10)
 
 
 def configs(base: float, ext: Extension | None, train: int, positions: int) -> tuple[dict, dict]:

@@ -28,14 +28,15 @@ from depstat.estimate.profile import Profile
 from depstat.tokenize.granularity import bpe_vocab_size
 
 DEFAULT_TRAIN_LENGTH = 2048
-DEFAULT_FACTOR = 4  # the extension the verdict is judged for when no target length is given
+DEFAULT_HEAD_DIM = 128
+MODEL_SETTINGS = ("head_dim", "train_length")  # what the advice is for, which only the user can know
 
 
 @dataclass(frozen=True)
 class Settings:
     """What the advice is for: the model's head dimension and context lengths, and the rules' knobs."""
 
-    head_dim: int = 128
+    head_dim: int = DEFAULT_HEAD_DIM
     train_length: int = DEFAULT_TRAIN_LENGTH
     target_length: int | None = None
     granularity: str | None = None
@@ -43,11 +44,12 @@ class Settings:
     margin: float = DEFAULT_MARGIN
     similarity_margin: float = MARGIN
     confidence: float | None = None  # of W's and the verdict's intervals; default: the profile's
+    defaults: tuple[str, ...] = ()  # the model's settings nobody gave (head_dim, train_length): said beside the advice
 
     @property
-    def factor(self) -> float:
-        """The extension factor s: target / train, or DEFAULT_FACTOR without a target."""
-        return self.target_length / self.train_length if self.target_length else float(DEFAULT_FACTOR)
+    def factor(self) -> float | None:
+        """The extension factor s: target / train (None without a target)."""
+        return self.target_length / self.train_length if self.target_length else None
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,9 @@ def granularity_curve(profile: Profile, name: str) -> Curve:
 def analyze(profile: Profile, settings: Settings | None = None, **kwargs: object) -> Analysis:
     """Analyse a profile: ``analyze(p, head_dim=128, train_length=2048, target_length=8192)``, or
     with a Settings. The profile is not changed."""
-    settings = settings or Settings(**kwargs)  # type: ignore[arg-type]
+    if settings is None:
+        defaults = tuple(name for name in MODEL_SETTINGS if name not in kwargs)
+        settings = Settings(**kwargs, defaults=defaults)  # type: ignore[arg-type]
     check_settings(settings.head_dim, settings.train_length, settings.target_length, settings.c, settings.margin)
     if not settings.similarity_margin > 0:
         raise DepstatError(f"the self-similarity margin must be positive, got {settings.similarity_margin}")

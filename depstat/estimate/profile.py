@@ -592,11 +592,13 @@ def _profile(
             population=options.population, layout=layout,
         )
         if table.height == 0:
+            r0 = int(grid.min())
+            pairs = int(np.maximum(stream.doc_lengths - r0, 0).sum())
             raise DepstatError(
-                f"granularity {stream.name!r}: every document is shorter than every offset "
-                f"(longest document: {int(stream.doc_lengths.max())} tokens, smallest offset: "
-                f"{int(grid.min())})",
-                hint="use smaller offsets (--max-offset/--offsets) or longer documents",
+                f"granularity {stream.name!r}: too few token pairs to estimate I(r) at any offset: an offset "
+                f"needs {MIN_PAIRS}, and the smallest, r = {r0}, has {pairs} ({stream.n_docs:,} document{'s' * (stream.n_docs != 1)}, "
+                f"the longest {int(stream.doc_lengths.max()):,} tokens)",
+                hint="profile more or longer documents, or a finer granularity (more tokens per document)",
             )
         tables.append(table)
         facts[stream.name] = stream.facts()

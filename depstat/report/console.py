@@ -7,7 +7,7 @@ import json
 import polars as pl
 
 from depstat.analysis.groups import Groups
-from depstat.analysis.recommend import Recommendation
+from depstat.analysis.recommend import three_digits_up
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import FEW_DOCS_SHARE, Profile
 
@@ -18,6 +18,14 @@ def render_groups(groups: Groups) -> str:
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True,
                    fmt_str_lengths=60, tbl_width_chars=250):
         return f"groups by {groups.field!r} (each on its share of the sample):\n{table}"
+
+
+def _vocabulary(facts: dict) -> str:
+    """A granularity's vocabulary, with the size asked for where the BPE trainer ran out of merges short of it."""
+    asked = facts.get("requested_vocab_size")
+    if asked and facts["vocab_size"] < asked:
+        return f"{facts['vocab_size']} (of {asked} asked: no more merges)"
+    return str(facts["vocab_size"])
 
 
 def render(result: Profile) -> str:
@@ -36,7 +44,7 @@ def render(result: Profile) -> str:
     lines.append("")
     facts = pl.DataFrame([
         {
-            "granularity": k, "vocab": g["vocab_size"], "tokens": g["n_tokens"], "docs": g["n_docs"],
+            "granularity": k, "vocab": _vocabulary(g), "tokens": g["n_tokens"], "docs": g["n_docs"],
             "bytes/token": round(g["bytes_per_token"], 3) if g.get("bytes_per_token") else None,
             "zero from r=": g["first_offset_indistinguishable_from_zero"],
         }
@@ -111,16 +119,37 @@ def render_selfsim(analysis: Analysis) -> str:
     return "\n".join(lines)
 
 
-def render_recommendation(rec: Recommendation) -> str:
+OPTION_OF = {"head_dim": "--head-dim", "train_length": "--train-length"}
+
+
+def base_text(base: float) -> str:
+    """A RoPE base as given when it is a whole number, else rounded up to 3 significant digits (as the
+    recommendation is): 2,048, 15,400, 1e+06."""
+    rounded = base if float(base).is_integer() else three_digits_up(base)
+    return f"{rounded:,.0f}" if rounded < 1e6 else f"{rounded:.3g}"
+
+
+def render_recommendation(analysis: Analysis) -> str:
     """The recommendation in words, the other rules side by side, and the config to paste."""
+    rec = analysis.recommendation
     setting = f"head_dim {rec.head_dim}, L_train {rec.train_length}, read at {rec.granularity}"
-    lines = [f"rope_theta set by your data: {rec.rope_theta:.4g} ({setting})" if rec.bound == "data" else
-             f"your data do not constrain the base: Men et al.'s bound for L_train, rope_theta {rec.rope_theta:.4g} "
+    lines = [f"rope_theta set by your data: {base_text(rec.rope_theta)} ({setting})" if rec.bound == "data" else
+             f"your data do not constrain the base: Men et al.'s bound for L_train, rope_theta {base_text(rec.rope_theta)} "
              f"({setting})"]
     lines += [f"  - {r}" for r in rec.reasons]
     lines.append(f"  {'rule':<34} {'base':>10} {'theta* band':>12} {'bands slower':>13}")
     for g in (rec.recommended, *rec.alternatives):
-        lines.append(f"  {g.rule:<34} {g.base:>10.4g} {g.theta_star_band:>12} {g.bands_slower:>13}")
+        lines.append(f"  {g.rule:<34} {base_text(g.base):>10} {g.theta_star_band:>12} {g.bands_slower:>13}")
+    lines.append("  theta*: the frequency matched to the kernel; theta* band: the band nearest it on a base's grid "
+                 "(0 the fastest); bands slower: how many turn slower;")
+    lines.append("  b_A: the base whose slowest band is --margin below theta*. Paper A: how training data shape RoPE "
+                 "frequency usage; paper B: LeRoPE (docs/analysis.md's glossary)")
+    defaults = analysis.settings.defaults
+    if defaults:
+        values = {"head_dim": f"head_dim {rec.head_dim}", "train_length": f"L_train {rec.train_length}"}
+        lines.append(f"note: {' and '.join(values[n] for n in defaults)} {'are' if len(defaults) > 1 else 'is'} "
+                     f"depstat's default{'s' * (len(defaults) > 1)}, not your model's: set "
+                     f"{' and '.join(OPTION_OF[n] for n in defaults)}")
     lines.append("transformers >= 5 config:")
     lines.append(json.dumps(rec.rope_parameters, indent=2))
     lines.append("transformers 4.x config:")
@@ -130,4 +159,4 @@ def render_recommendation(rec: Recommendation) -> str:
 
 def render_analysis(analysis: Analysis) -> str:
     """Self-similarity and recommendation sections of the console report."""
-    return render_selfsim(analysis) + "\n\n" + render_recommendation(analysis.recommendation)
+    return render_selfsim(analysis) + "\n\n" + render_recommendation(analysis)

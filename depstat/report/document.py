@@ -33,6 +33,7 @@ from depstat.analysis.recommend import frequencies
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import Profile
 from depstat.files import atomic_write
+from depstat.report.console import base_text
 
 DPI = 150
 FIGURE_DIR = "figures"
@@ -155,7 +156,7 @@ def _summary(a: Analysis) -> list[Block]:
     width = f"{w.kind}, W = {_num(w.W)} tokens" if w.W is not None else w.kind
     source = "set by the data" if rec.bound == "data" else "the data do not constrain the base: Men et al.'s bound"
     items = [
-        f"rope_theta = {rec.rope_theta:.4g} for head dimension {rec.head_dim} and L_train = {rec.train_length} "
+        f"rope_theta = {base_text(rec.rope_theta)} for head dimension {rec.head_dim} and L_train = {rec.train_length} "
         f"({width} at {rec.granularity}; {source})",
         f"self-similarity: {ss.verdict}" + (f" from r = {ss.onset_tokens:.1f} tokens" if ss.verdict == "self-similar"
                                             else ""),
@@ -236,15 +237,20 @@ def _self_similarity(a: Analysis) -> list[Block]:
     return blocks
 
 
+def _default_note(a: Analysis, name: str) -> str:
+    """The note beside a model setting nobody gave (depstat's default)."""
+    return " (depstat's default, not your model's)" if name in a.settings.defaults else ""
+
+
 def _recommendation(a: Analysis) -> list[Block]:
     """The base in words, the settings, the reasons, the rules side by side, the figures and configs."""
     rec = a.recommendation
     return [
-        Para(f"Recommended rope_theta = {rec.rope_theta:.4g} (θ* = {rec.theta_star:.3g} rad/token from "
+        Para(f"Recommended rope_theta = {base_text(rec.rope_theta)} (θ* = {rec.theta_star:.3g} rad/token from "
              f"{rec.theta_star_from}, read at granularity {rec.granularity})."),
         Table(["setting", "value"], [
-            ["head dimension", _num(rec.head_dim)],
-            ["training length L_train", _num(rec.train_length)],
+            ["head dimension", _num(rec.head_dim) + _default_note(a, "head_dim")],
+            ["training length L_train", _num(rec.train_length) + _default_note(a, "train_length")],
             ["target length", _num(rec.target_length)],
             ["c (θ* = c / W)", _num(rec.c)],
             ["margin", _num(rec.margin)],
