@@ -17,6 +17,7 @@ from depstat.analysis.recommend import (
     MEN_FIT,
     base_for,
     critical_dimension,
+    extended_frequencies,
     frequencies,
     liu_extension_base,
     men_lower_bound,
@@ -147,6 +148,7 @@ def test_the_config_builds_the_frequencies_transformers_would() -> None:
         kept, slow = turns > rec.extension.beta_fast, turns < rec.extension.beta_slow
         np.testing.assert_allclose(got[kept], ours[kept], rtol=1e-5)
         np.testing.assert_allclose(got[slow], ours[slow] / 4, rtol=1e-5)
+        np.testing.assert_allclose(got, extended_frequencies(rec.rope_theta, 64, rec.extension, 2048), rtol=1e-5)
         assert attention == pytest.approx(rec.extension.attention_factor)
 
 

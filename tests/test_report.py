@@ -39,7 +39,7 @@ def test_html_states_verdict_base_and_config(analysed: Analysed, paths: dict[str
 
 def test_html_embeds_every_figure_and_loads_nothing_external(paths: dict[str, Path]) -> None:
     page = paths["html"].read_text(encoding="utf-8")
-    assert page.count("data:image/png;base64,") == len(FIGURES) == 5
+    assert page.count("data:image/png;base64,") == len(FIGURES) == 7
     assert "http://" not in page and "https://" not in page
     assert not re.search(r"""(src|href)\s*=\s*["'](?!data:)""", page)
 

@@ -54,6 +54,23 @@ def frequencies(base: float, head_dim: int) -> np.ndarray:
     return base ** (-2.0 * np.arange(head_dim // 2) / head_dim)
 
 
+def extended_frequencies(base: float, head_dim: int, ext: Extension, train_length: int) -> np.ndarray:
+    """The band frequencies after the extension: every band divided by s (PI), or YaRN's ramp between
+    the bands kept (more than beta_fast turns within L_train) and those divided by s (fewer than
+    beta_slow), linear in the band index between them, as transformers builds them."""
+    theta = frequencies(base, head_dim)
+    if ext.method == "pi":
+        return theta / ext.factor
+
+    def band(turns: float) -> float:  # the (fractional) band index that turns ``turns`` times within L_train
+        return head_dim * math.log(train_length / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(band(ext.beta_fast)), 0)
+    high = min(math.ceil(band(ext.beta_slow)), head_dim // 2 - 1)
+    ramp = np.clip((np.arange(head_dim // 2) - low) / max(high - low, 1e-3), 0, 1)
+    return theta / ext.factor * ramp + theta * (1 - ramp)
+
+
 def base_for(theta_star: float, head_dim: int, margin: float = DEFAULT_MARGIN) -> float:
     """Base whose slowest band is theta_star / margin."""
     return float((margin / theta_star) ** (head_dim / (head_dim - 2)))

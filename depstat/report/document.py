@@ -29,7 +29,7 @@ from matplotlib.patches import Patch
 
 from depstat import __version__
 from depstat.analysis.groups import Groups
-from depstat.analysis.recommend import frequencies
+from depstat.analysis.recommend import extended_frequencies, frequencies
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import Profile
 from depstat.files import atomic_write
@@ -98,8 +98,8 @@ def build_report(profile: Profile, analysis: Analysis, out_dir: str | Path, grou
                  ) -> dict[str, Path]:
     """Write report.html, report.md and figures/*.png into ``out_dir``; return their paths.
 
-    Keys: ``html``, ``markdown`` and one per figure (``mi_profile``, ``slopes``, ``kernel``,
-    ``rope_grid``, ``bases``; ``groups`` with ``groups``: the table and figure across groups).
+    Keys: ``html``, ``markdown`` and one per figure (``mi_profile``, ``support``, ``byte_axis``,
+    ``slopes``, ``kernel``, ``rope_grid``, ``bases``; ``groups`` with ``groups``: the table and figure across groups).
     """
     out = Path(out_dir)
     (out / FIGURE_DIR).mkdir(parents=True, exist_ok=True)
@@ -221,6 +221,7 @@ def _granularities(profile: Profile, a: Analysis) -> list[Block]:
         ),
         Items([f"{w.granularity}: {w.reason}" for w in a.widths.values()]),
         Fig("mi_profile"),
+        Fig("support"),
     ]
 
 
@@ -233,7 +234,7 @@ def _self_similarity(a: Analysis) -> list[Block]:
             ["granularity", "tail α [CI]", "onset (bytes)"],
             [[e.granularity, _interval(e.alpha, *e.interval), _num(e.onset_bytes)] for e in ss.exponents],
         ))
-    blocks.append(Fig("slopes"))
+    blocks += [Fig("byte_axis"), Fig("slopes")]
     return blocks
 
 
@@ -280,19 +281,30 @@ FIGURE_TEXT = {  # name: (title, caption)
         "decay model with its floor. Values at or below the axis floor (including negative estimates) are "
         "drawn at the floor as triangles."
     )),
-    "slopes": ("Local slopes on a byte axis", (
-        "Local slope −d log I / d log x of each granularity's profile above its floor, in cells of the byte "
-        "axis (offset × bytes per token), with ± one standard error. Self-similar data give one slope per "
-        "cell across granularities. Dotted: a granularity whose tokens do not give back their text, shown "
-        "and not compared."
+    "support": ("Documents and pairs per offset", (
+        "How many documents reach each offset and how many token pairs it rests on: where the documents "
+        "thin out, the profile there describes fewer, longer documents, and its intervals widen."
+    )),
+    "byte_axis": ("Every granularity on one byte axis", (
+        "I(r) of every granularity against offset × bytes per token: self-similar text gives curves of one "
+        "shape beyond the onset (dashed), shifted in height; a granularity that bends differently there "
+        "sees other structure."
+    )),
+    "slopes": ("Tails on a byte axis", (
+        "Each granularity's tail (I minus its floor and local part, points) with its fitted power law "
+        "(line) on the byte axis: self-similar data give parallel lines beyond the onset, the exponents in "
+        "the legend."
     )),
     "kernel": ("Dependency kernel", (
-        "The model granularity's profile above its fitted floor (points) and the preferred decay model "
-        "(line), with W and its interval when the kernel has a length of its own, and L_train."
+        "The model granularity's profile above its fitted floor (points with ± one standard error; hollow: "
+        "offsets left out of the fit) and the chosen decay model (line) with its local part and tail: read "
+        "where the local part gives way to the tail (r_x), W with its interval when the kernel has a length "
+        "of its own, and L_train."
     )),
     "rope_grid": ("RoPE frequency grid", (
-        "RoPE band frequencies θ_m = b^(−2m/d) for the recommended base and the alternatives, "
-        "with the target frequency θ* and the frequency that turns once within L_train."
+        "RoPE band frequencies θ_m = b^(−2m/d) for the recommended base (thick) and three alternatives, with "
+        "θ* and the frequency that turns once within L_train; under an extension, the recommended bands "
+        "after it (dashed) and one turn within the target: bands above β_fast keep their frequency."
     )),
     "bases": ("Bases side by side", (
         "The recommended base against the other rules and the published configs of well-known models "
@@ -400,8 +412,13 @@ def _fig_kernel(profile: Profile, a: Analysis) -> Figure:
     above = mi - (w.floor or 0.0)
     keep = above > 0
     se = t["se"].to_numpy()
-    ax.errorbar(r[keep], above[keep], yerr=np.minimum(se[keep], 0.99 * above[keep]), fmt="o", color="C0", ms=4,
-                capsize=2, lw=0.8, label=f"I(r) − floor, {a.granularity} (± se)")
+    fitted = keep & (r <= w.r_max)
+    ax.errorbar(r[fitted], above[fitted], yerr=np.minimum(se[fitted], 0.99 * above[fitted]), fmt="o", color="C0",
+                ms=4, capsize=2, lw=0.8, label=f"I(r) − floor, {a.granularity} (± se)")
+    out = keep & (r > w.r_max)
+    if out.any():
+        ax.plot(r[out], above[out], "o", mfc="white", mec="C0", ms=4,
+                label="left out of the fit (too few documents reach it)")
     if w.preferred_model:
         f = w.fits[w.preferred_model]
         x = np.geomspace(1, max(r.max(), rec.train_length), 300)
@@ -432,18 +449,67 @@ def _fig_rope_grid(profile: Profile, a: Analysis) -> Figure:
     fig = _figure((9.5, 5))
     ax = fig.subplots()
     bands = np.arange(d // 2)
-    for g, marker in zip((rec.recommended, *rec.alternatives[:3]), "osD^", strict=True):
+    ax.plot(bands, frequencies(rec.rope_theta, d), color="C3", lw=6, alpha=0.35, solid_capstyle="round", zorder=1,
+            label=f"recommended (b = {base_text(rec.rope_theta)})")
+    for g, marker, colour in zip(rec.alternatives[:3], "sD^", ("C0", "C1", "C2"), strict=True):
         if math.isfinite(g.base):
-            ax.plot(bands, frequencies(g.base, d), marker=marker, ms=3, lw=1.2, markevery=4,
-                    label=f"{g.rule} (b = {_num(g.base)})")
+            ax.plot(bands, frequencies(g.base, d), marker=marker, ms=3, lw=1.0, markevery=4, color=colour, zorder=2,
+                    label=g.rule if base_text(g.base) in g.rule else f"{g.rule} (b = {base_text(g.base)})")
+    ext = rec.extension
+    if ext is not None:
+        ax.plot(bands, extended_frequencies(rec.rope_theta, d, ext, rec.train_length), color="C3", ls="--", lw=1.4,
+                zorder=3, label=f"recommended after {EXTENSION_NAMES.get(ext.method, ext.method)} by s = {ext.factor:g}")
     ax.axhline(rec.theta_star, color="k", ls="--", lw=1.2, label=f"θ* = {rec.theta_star:.3g} rad/token")
     ax.axhline(2 * math.pi / rec.train_length, color="0.5", ls=":", lw=1.2,
                label=f"one turn within L_train = {rec.train_length}")
+    if rec.target_length:
+        ax.axhline(2 * math.pi / rec.target_length, color="0.5", ls="-.", lw=1.2,
+                   label=f"one turn within the target {rec.target_length}")
     ax.set(yscale="log", xlabel=f"band index m (0 = fastest; head dim d = {d})",
            ylabel="frequency θ_m (rad/token)", xlim=(0, d // 2 - 1))
     ax.grid(True, which="major", alpha=0.3)
     ax.secondary_yaxis("right", functions=(_wavelength, _wavelength)).set_ylabel("wavelength 2π/θ_m (tokens)")
     ax.legend(loc="lower left", fontsize=8)
+    return fig
+
+
+def _fig_byte_axis(profile: Profile, a: Analysis) -> Figure:
+    """Every granularity's I(r) on one byte axis (offset x bytes per token): what the verdict compares."""
+    fig = _figure((9.5, 5))
+    ax = fig.subplots()
+    colours, floor = _colours(profile), _axis_floor(profile.table)
+    for name in _order(profile):
+        per_token = profile.granularities[name].get("bytes_per_token")
+        if not per_token:
+            continue
+        t = _rows(profile, name)
+        x = t["offset"].to_numpy() * per_token
+        ax.plot(x, np.maximum(t["mi_bits"].to_numpy(), floor), "o-", color=colours[name], ms=3, lw=1,
+                label=f"{name} ({per_token:.2f} bytes/token)")
+    ss = a.self_similarity
+    if ss.onset_bytes is not None:
+        ax.axvline(ss.onset_bytes, color="k", ls="--", lw=1, label=f"onset, {ss.onset_bytes:.0f} bytes")
+    ax.set(xscale="log", yscale="log", xlabel="offset × bytes per token (bytes)", ylabel="I(r) (bits)",
+           title=f"every granularity on the byte axis; verdict: {ss.verdict}")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="lower left", fontsize=8)
+    return fig
+
+
+def _fig_support(profile: Profile, a: Analysis) -> Figure:
+    """Documents and token pairs behind each offset, per granularity."""
+    fig = _figure((9.5, 4.2))
+    docs_ax, pairs_ax = fig.subplots(1, 2)
+    colours = _colours(profile)
+    for name in _order(profile):
+        t = _rows(profile, name)
+        docs_ax.plot(t["offset"], t["n_docs"], "o-", color=colours[name], ms=3, lw=1, label=name)
+        pairs_ax.plot(t["offset"], t["n_pairs"], "o-", color=colours[name], ms=3, lw=1, label=name)
+    docs_ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="documents longer than r")
+    pairs_ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="token pairs r apart")
+    for ax in (docs_ax, pairs_ax):
+        ax.grid(True, which="major", alpha=0.3)
+    docs_ax.legend(loc="lower left", fontsize=8)
     return fig
 
 
@@ -463,6 +529,8 @@ def _fig_bases(profile: Profile, a: Analysis) -> Figure:
 
 FIGURES: dict[str, Callable[[Profile, Analysis], Figure]] = {
     "mi_profile": _fig_mi_profile,
+    "support": _fig_support,
+    "byte_axis": _fig_byte_axis,
     "slopes": _fig_slopes,
     "kernel": _fig_kernel,
     "rope_grid": _fig_rope_grid,
