@@ -207,15 +207,16 @@ def build_parser() -> argparse.ArgumentParser:
         "profile", parents=[corpus, analysis],
         help="MI profile I(r) of a corpus at several granularities, with its kernel, self-similarity and advice",
         description=(
-            "Read CORPUS (.jsonl[.gz|.zst], .parquet, text files, .npy/.bin token streams, a "
-            "directory or glob of these, a saved datasets directory, or hf:OWNER/NAME), tokenize "
+            "Read CORPUS (.jsonl[.gz|.zst], .parquet, .csv/.tsv, text files, .npy/.bin token streams, a "
+            "directory or glob of these, a saved datasets directory, hf:OWNER/NAME, or 'example' for the "
+            "bundled Python documentation), tokenize "
             "it at each granularity and estimate the mutual information between tokens r apart, "
             "with a jackknife interval per offset; then each granularity's dependency kernel (local "
             "part, power-law tail, crossover), the offset from which the data are self-similar and "
             "the RoPE base and extension config derived from them."
         ),
     )
-    p.add_argument("corpus", help="path, glob, saved-dataset directory or hf:OWNER/NAME")
+    p.add_argument("corpus", help="path, glob, saved-dataset directory, hf:OWNER/NAME or example")
     o = p.add_argument_group("output")
     o.add_argument("--out", default=None, help="directory for profile.parquet and summary.json")
     o.add_argument("--format", choices=["table", "json"], default="table", help="console output (default: table)")
@@ -225,15 +226,31 @@ def build_parser() -> argparse.ArgumentParser:
                    "share of the sample: one table across groups; with --out, a group column in profile.parquet and "
                    "groups/VALUE/")
 
-    s = sub.add_parser("selfsim", parents=[corpus, analysis], help="self-similarity report across granularities")
+    s = sub.add_parser("selfsim", parents=[corpus, analysis], help="self-similarity report across granularities",
+                       description=(
+        "Fit each granularity's dependency kernel (a local part, a power-law tail and the crossover r_x) of a "
+        "saved profile, or of a corpus profiled first with the options below, and say from which offset the data "
+        "are self-similar: the model granularity's tail keeps one exponent beyond its onset (checked against the "
+        "estimator's bias bound), with the other granularities' tail exponents on the common byte axis beside it. "
+        "The verdict is self-similar, not self-similar or inconclusive (with what would decide it)."))
     s.add_argument("source", help=source_help)
     s.add_argument("--format", choices=["table", "json"], default="table")
 
-    r = sub.add_parser("recommend", parents=[corpus, analysis], help="RoPE base and context-extension advice")
+    r = sub.add_parser("recommend", parents=[corpus, analysis], help="RoPE base and context-extension advice",
+                       description=(
+        "Turn a saved profile, or a corpus profiled first, into RoPE advice for your model (--head-dim, "
+        "--train-length; depstat's defaults are said when you do not give them): the base, set by the data "
+        "where the kernel has a length of its own inside L_train, else Men et al.'s bound for L_train; beside "
+        "it the other rules and published configs; with --target-length, a YaRN config whose bands follow the "
+        "kernel. Prints the transformers configs to paste."))
     r.add_argument("source", help=source_help)
     r.add_argument("--format", choices=["table", "json"], default="table")
 
-    syn = sub.add_parser("synth", help="write a synthetic corpus with a known dependency structure")
+    syn = sub.add_parser("synth", help="write a synthetic corpus with a known dependency structure", description=(
+        "Write a corpus whose dependency structure is known, to see what depstat reports on it before trusting "
+        "it on yours: generated arithmetic (a length of its own, not self-similar), a character Markov chain "
+        "(exponential decay), tree text (a power law, self-similar) or latent blocks (a kernel of width "
+        "proportional to --block)."))
     syn.add_argument("kind", choices=["arithmetic", "markov-text", "tree-text", "blocks"], help=(
         "arithmetic: iGSM-style problems (jsonl, not self-similar); markov-text: character Markov chain "
         "(jsonl, exponential decay); tree-text: characters from a binary-tree grammar (jsonl, a power law, "
@@ -245,10 +262,18 @@ def build_parser() -> argparse.ArgumentParser:
     syn.add_argument("--block", type=int, default=16, help="block length B for blocks (default: 16)")
     syn.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
 
-    crd = sub.add_parser("card", parents=[corpus, analysis], help="Markdown data card of a corpus or saved profile")
+    crd = sub.add_parser("card", parents=[corpus, analysis], help="Markdown data card of a corpus or saved profile",
+                         description=(
+        "Write a Markdown data card of a saved profile, or of a corpus profiled first: the corpus and sample, "
+        "each granularity's facts and kernel, the self-similarity verdict, the advice and the command that "
+        "regenerates it, with the profile figure beside it."))
     card_arguments(crd)
 
-    rep = sub.add_parser("report", parents=[analysis], help="HTML and Markdown report of a saved profile")
+    rep = sub.add_parser("report", parents=[analysis], help="HTML and Markdown report of a saved profile",
+                         description=(
+        "Write report.html (self-contained, figures inline) and report.md with figures/*.png for a saved "
+        "profile: the profiles, documents and pairs per offset, the kernels, the byte-axis comparison behind "
+        "the verdict, the RoPE grid with any extension, and the configs; each figure says what to read from it."))
     rep.add_argument("source", help="a directory written by depstat profile --out")
     rep.add_argument("--out", default=None, help="where to write the report (default: the profile directory)")
 

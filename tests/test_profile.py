@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import os
@@ -398,3 +399,14 @@ def test_console_marks_a_vocabulary_the_trainer_could_not_fill(tmp_path: Path) -
     p = depstat.profile(str(path), granularities=["bpe-4k"], max_offset=8)
     vocab = p.granularities["bpe-4k"]["vocab_size"]
     assert vocab < 4096 and f"{vocab} (of 4096 asked: no more merges)" in render(p)
+
+
+def test_every_subcommand_help_starts_with_a_description() -> None:
+    from depstat.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    assert set(commands) == {"profile", "selfsim", "recommend", "synth", "card", "report", "validate"}
+    for name, sub in commands.items():
+        assert sub.description and len(sub.description) > 150, name
+        assert sub.format_help().split("\n\n")[1].replace("\n", " ").startswith(sub.description[:40]), name
