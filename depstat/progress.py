@@ -1,7 +1,9 @@
-"""Progress bars that show on a terminal and stay quiet when output is piped."""
+"""Progress bars that show on a terminal and in Jupyter and stay quiet when output is piped; the first run's
+kernel compilation announced."""
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 import time
 
@@ -9,14 +11,23 @@ from numba.core import event
 from tqdm import tqdm
 
 
+def in_notebook() -> bool:
+    """Whether this runs in a Jupyter kernel."""
+    return "ipykernel" in sys.modules
+
+
 def enabled() -> bool:
-    """Bars are drawn only when stderr is a terminal."""
-    return sys.stderr.isatty()
+    """Bars are drawn on a terminal and in Jupyter, not when output is piped."""
+    return sys.stderr.isatty() or in_notebook()
 
 
 def bar(desc: str, unit: str = "it", total: int | None = None) -> tqdm:
-    """A tqdm bar on stderr, disabled when stderr is not a terminal."""
-    return tqdm(desc=desc, unit=unit, total=total, disable=not enabled(), leave=False, file=sys.stderr)
+    """A tqdm bar on stderr (in Jupyter tqdm's widget where ipywidgets is installed, else the text bar, with
+    no warning), disabled when output is piped."""
+    kind = tqdm
+    if in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.auto import tqdm as kind
+    return kind(desc=desc, unit=unit, total=total, disable=not enabled(), leave=False, file=sys.stderr)
 
 
 class _CompileNotice(event.Listener):

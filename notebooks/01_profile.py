@@ -416,6 +416,21 @@ pl.DataFrame([
 ])
 
 # %% [markdown]
+# In a notebook a `Profile` shows itself: a one-line `repr`, and as the cell's value a
+# table of its granularities with its figure (`_repr_html_`); `prof.plot()` returns that
+# figure (a matplotlib `Figure`) to adjust or save.
+
+# %%
+print(repr(prof))
+assert len(repr(prof)) < 300
+prof
+
+# %%
+fig = prof.plot()
+assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["bytes", "bpe-8k"]
+fig
+
+# %% [markdown]
 # `Profile.to_polars()` is the table that `depstat profile --out` saves as
 # `profile.parquet`:
 

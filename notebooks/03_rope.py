@@ -405,6 +405,17 @@ for corpus, a in analyses.items():
           f"{r.extension.method}; rope_parameters {r.rope_parameters['rope_parameters']}")
 analyses["natural text"].width_table
 
+# %% [markdown]
+# An `Analysis` shows itself too: a one-line `repr`, its kernel table, the verdict's first
+# reasons and the kernel figure as the cell's value; `plot(profile)` draws that figure with
+# every offset of the profile (those left out of the fit hollow).
+
+# %%
+natural = analyses["natural text"]
+print(repr(natural))
+assert repr(natural).startswith(f"Analysis({natural.granularity}: ")
+natural.plot(profiles["natural text"])
+
 # %%
 saved = profiles["natural text"].save(Path(workdir.name) / "natural", analyses["natural text"])
 reloaded = depstat.Profile.load(saved)

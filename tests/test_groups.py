@@ -60,6 +60,9 @@ def test_groups_are_profiled_as_their_own_corpora(mixed):
     table = groups.table
     assert table["group"].to_list() == ["arithmetic", "markov"] and set(table["verdict"]) == {"not self-similar"}
     assert set(groups.profiles["group"].unique()) == {"arithmetic", "markov"}
+    assert repr(groups) == "Groups('source': 2 groups, 2 analysed: arithmetic, markov)"
+    page = groups._repr_html_()
+    assert "<table" in page and page.count("<img") == 1 and "arithmetic" in page
 
 
 @pytest.mark.slow

@@ -75,3 +75,16 @@ def test_options_of_a_new_profile_are_refused_on_a_saved_one(analysed: Analysed,
     out = capsys.readouterr().out
     assert "note: L_train 2048 is depstat's default, not your model's: set --train-length" in out
     assert '"rope_theta": ' + f"{float(out.split('rope_theta ')[1].split()[0].replace(',', '')):.1f}" in out
+
+
+def test_profile_and_analysis_show_themselves_in_a_notebook(analysed: Analysed) -> None:
+    """A short repr, an HTML repr with the summary table and the main figure, and ``plot()``."""
+    profile, analysis = analysed
+    assert repr(profile).startswith("Profile(") and "bpe-512 (" in repr(profile) and len(repr(profile)) < 300
+    assert repr(analysis).startswith("Analysis(bpe-512: ") and "head_dim 64, L_train 256" in repr(analysis)
+    for obj in (profile, analysis):
+        page = obj._repr_html_()
+        assert page.count("<img src=\"data:image/png;base64,") == 1 and "<table" in page
+    assert profile.plot().axes[0].get_legend_handles_labels()[1] == ["bytes", "bpe-512"]
+    alone, with_profile = analysis.plot(), analysis.plot(profile)
+    assert len(alone.axes[0].lines) > 0 and len(with_profile.axes[0].lines) >= len(alone.axes[0].lines)

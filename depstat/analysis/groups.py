@@ -10,6 +10,7 @@ documents, as for a model trained on that group alone.
 
 from __future__ import annotations
 
+import html
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ import polars as pl
 
 from depstat.analysis.result import MODEL_SETTINGS, Analysis, Settings, analyze
 from depstat.errors import DepstatError
+from depstat.estimate.plot import figure_html
 from depstat.estimate.profile import Profile, local_copy, profile
 from depstat.files import atomic_write
 from depstat.io.corpus import Corpus
@@ -88,6 +90,17 @@ class Groups:
         tables = [g.profile.to_polars().with_columns(pl.lit(g.value, pl.String).alias("group"))
                   for g in self.groups if g.profile is not None]
         return pl.concat(tables, how="diagonal_relaxed") if tables else pl.DataFrame({"group": []}, {"group": pl.String})
+
+    def __repr__(self) -> str:
+        done = sum(g.analysis is not None for g in self.groups)
+        return f"Groups({self.field!r}: {len(self.groups)} groups, {done} analysed: {', '.join(g.value for g in self.groups[:8])})"
+
+    def plot(self) -> Figure:
+        """Every analysed group's profile at its model granularity, overlaid (``figure``)."""
+        return self.figure()
+
+    def _repr_html_(self) -> str:
+        return f"<p><code>{html.escape(repr(self))}</code></p>{self.table._repr_html_()}{figure_html(self.figure())}"
 
     def to_dict(self) -> dict:
         return {"field": self.field, "groups": {g.value: {**g.to_dict(), "directory": f"groups/{directory(g.value)}"}

@@ -3,11 +3,14 @@ self-similarity verdict, and the RoPE advice, as one typed, frozen result."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import html
+from dataclasses import asdict, dataclass, field
 
 import polars as pl
+from matplotlib.figure import Figure
 
 from depstat.analysis.dependency import Curve, Width, curve, fitted, kernel_width
+from depstat.analysis.plot import kernel_figure
 from depstat.analysis.recommend import (
     DEFAULT_MARGIN,
     PAPER_C,
@@ -24,6 +27,7 @@ from depstat.analysis.selfsim import (
     self_similarity,
 )
 from depstat.errors import DepstatError
+from depstat.estimate.plot import figure_html
 from depstat.estimate.profile import Profile
 from depstat.tokenize.granularity import bpe_vocab_size
 
@@ -61,6 +65,30 @@ class Analysis:
     widths: dict[str, Width]
     self_similarity: SelfSimilarity
     recommendation: Recommendation
+    curves: dict[str, Curve] = field(default_factory=dict, repr=False, compare=False)  # the data the fits rest on
+
+    def __repr__(self) -> str:
+        rec, w = self.recommendation, self.widths[self.granularity]
+        extension = f", {rec.extension.method} by {rec.extension.factor:g}" if rec.extension else ""
+        return (f"Analysis({self.granularity}: {w.kind} kernel; {self.self_similarity.verdict}; rope_theta "
+                f"{rec.rope_theta:,.6g} ({'set by the data' if rec.bound == 'data' else 'Men et al.'}){extension}; "
+                f"head_dim {rec.head_dim}, L_train {rec.train_length})")
+
+    def plot(self, profile: Profile | None = None) -> Figure:
+        """The model granularity's kernel: its data above the floor, the fit, r_x, W and L_train (with
+        ``profile``, every offset of it, those left out of the fit hollow)."""
+        if profile is not None:
+            t = profile.table.filter(pl.col("granularity") == self.granularity).sort("offset")
+            r, mi, se = t["offset"].to_numpy().astype(float), t["mi_bits"].to_numpy(), t["se"].to_numpy()
+        else:
+            c = self.curves[self.granularity]
+            r, mi, se = c.offsets.astype(float), c.mi, c.se
+        return kernel_figure(self.widths[self.granularity], self.recommendation.train_length, r, mi, se)
+
+    def _repr_html_(self) -> str:
+        reasons = "".join(f"<li>{html.escape(r)}</li>" for r in self.self_similarity.reasons[:3])
+        return (f"<p><code>{html.escape(repr(self))}</code></p>{self.width_table._repr_html_()}"
+                f"<ul>{reasons}</ul>{figure_html(self.plot())}")
 
     @property
     def width_table(self) -> pl.DataFrame:
@@ -137,7 +165,7 @@ def analyze(profile: Profile, settings: Settings | None = None, **kwargs: object
     verdict = self_similarity(fits, widths, name, settings.similarity_margin, confidence, duplicates)
     rec = recommend(widths[name], verdict, settings.head_dim, settings.train_length,
                     settings.target_length, settings.c, settings.margin)
-    return Analysis(settings, name, widths, verdict, rec)
+    return Analysis(settings, name, widths, verdict, rec, {n: f.curve for n, f in fits.items()})
 
 
 def compare_lengths(train: Analysis, target: Analysis) -> tuple[str, DilationTest]:

@@ -8,6 +8,7 @@ a noise floor. ``profile()`` returns a ``Profile``; ``Profile.save`` writes
 
 from __future__ import annotations
 
+import html
 import json
 import tempfile
 import time
@@ -19,6 +20,7 @@ from typing import TypeVar
 
 import numpy as np
 import polars as pl
+from matplotlib.figure import Figure
 
 from depstat import __version__
 from depstat.count.counting import PairCounter, pairs_from
@@ -26,6 +28,7 @@ from depstat.count.distributed import DaskCounter, Engine, engine
 from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
 from depstat.estimate import estimators as est
+from depstat.estimate.plot import figure_html, profile_figure
 from depstat.files import atomic_write
 from depstat.io.corpus import Corpus, Document, ReadStats, open_corpus
 from depstat.io.sampling import (
@@ -114,6 +117,27 @@ class Profile:
     def to_polars(self) -> pl.DataFrame:
         """The profile table (granularity, offset, mi_bits, ci_low, ci_high, ...)."""
         return self.table.drop(REPLICATE_COLUMNS, strict=False)
+
+    def __repr__(self) -> str:
+        grains = ", ".join(f"{name} ({facts['n_tokens']:,} tokens)" for name, facts in self.granularities.items())
+        offsets = self.table["offset"]
+        return (f"Profile({self.corpus.get('spec')!r}: {grains}; offsets {offsets.min()}-{offsets.max()}; "
+                f"{self.estimator}, {self.confidence:.0%} intervals)")
+
+    @property
+    def facts(self) -> pl.DataFrame:
+        """One row per granularity: vocabulary, tokens, documents, bytes per token."""
+        return pl.DataFrame([{"granularity": name, "vocab": f["vocab_size"], "tokens": f["n_tokens"], "docs": f["n_docs"],
+                              "bytes/token": f.get("bytes_per_token")} for name, f in self.granularities.items()],
+                            schema_overrides={"bytes/token": pl.Float64})
+
+    def plot(self) -> Figure:
+        """Every granularity's I(r) with its interval, on log-log axes (a matplotlib Figure)."""
+        return profile_figure(self.table, f"{self.corpus.get('spec', 'profile')}: {self.estimator}, "
+                                          f"{self.confidence:.0%} intervals")
+
+    def _repr_html_(self) -> str:
+        return f"<p><code>{html.escape(repr(self))}</code></p>{self.facts._repr_html_()}{figure_html(self.plot())}"
 
     @property
     def has_replicates(self) -> bool:

@@ -402,46 +402,6 @@ def _fig_slopes(profile: Profile, a: Analysis) -> Figure:
     return fig
 
 
-def _fig_kernel(profile: Profile, a: Analysis) -> Figure:
-    """The model granularity's profile above its floor, the fitted kernel, W and L_train."""
-    rec, w = a.recommendation, a.widths[a.granularity]
-    t = _rows(profile, a.granularity)
-    fig = _figure((9.5, 5))
-    ax = fig.subplots()
-    r, mi = t["offset"].to_numpy().astype(float), t["mi_bits"].to_numpy()
-    above = mi - (w.floor or 0.0)
-    keep = above > 0
-    se = t["se"].to_numpy()
-    fitted = keep & (r <= w.r_max)
-    ax.errorbar(r[fitted], above[fitted], yerr=np.minimum(se[fitted], 0.99 * above[fitted]), fmt="o", color="C0",
-                ms=4, capsize=2, lw=0.8, label=f"I(r) − floor, {a.granularity} (± se)")
-    out = keep & (r > w.r_max)
-    if out.any():
-        ax.plot(r[out], above[out], "o", mfc="white", mec="C0", ms=4,
-                label="left out of the fit (too few documents reach it)")
-    if w.preferred_model:
-        f = w.fits[w.preferred_model]
-        x = np.geomspace(1, max(r.max(), rec.train_length), 300)
-        ax.plot(x, f.predict(x) - f.floor, color="C0", lw=1.3, label=f"{w.preferred_model} fit")
-        if w.preferred_model == "composite":
-            ax.plot(x, f.local(x), color="C1", ls=":", lw=1.1, label=f"local part, ξ = {f.xi:.2f}")
-            ax.plot(x, f.tail(x), color="C2", ls=":", lw=1.1, label=f"tail, α = {f.alpha:.2f}")
-    if w.crossover is not None and w.crossover > 1:
-        ax.axvline(w.crossover, color="C2", lw=1.2, ls="--", label=f"r_x = {w.crossover:.1f} tokens")
-    if w.W is not None:
-        if w.ci_low is not None and w.ci_high is not None:
-            ax.axvspan(w.ci_low, w.ci_high, color="C3", alpha=0.12, lw=0, label="W interval")
-        ax.axvline(w.W, color="C3", lw=1.5, label=f"W = {w.W:.1f} tokens (q90)")
-    ax.axvline(rec.train_length, color="0.4", ls=":", lw=1.2, label=f"L_train = {rec.train_length}")
-    ax.set(xscale="log", yscale="log", xlabel="offset r (tokens)", ylabel="I(r) above the floor (bits)",
-           title=f"{a.granularity}: {w.kind}")
-    if keep.any():  # the data's range, not the local part's fall to zero
-        ax.set_ylim(above[keep].min() / 10, above[keep].max() * 3)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower left", fontsize=8)
-    return fig
-
-
 def _fig_rope_grid(profile: Profile, a: Analysis) -> Figure:
     """Band frequencies of the recommended base and the alternatives, with θ*."""
     rec = a.recommendation
@@ -532,7 +492,7 @@ FIGURES: dict[str, Callable[[Profile, Analysis], Figure]] = {
     "support": _fig_support,
     "byte_axis": _fig_byte_axis,
     "slopes": _fig_slopes,
-    "kernel": _fig_kernel,
+    "kernel": lambda profile, a: a.plot(profile),
     "rope_grid": _fig_rope_grid,
     "bases": _fig_bases,
 }
