@@ -410,3 +410,13 @@ def test_every_subcommand_help_starts_with_a_description() -> None:
     for name, sub in commands.items():
         assert sub.description and len(sub.description) > 150, name
         assert sub.format_help().split("\n\n")[1].replace("\n", " ").startswith(sub.description[:40]), name
+
+
+def test_granularities_with_the_same_tokens_are_counted_once_and_named_together(tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.jsonl", "".join(json.dumps({"text": f"the cat {i} sat on the mat. " * 20}) + "\n"
+                                                for i in range(20)))
+    p = depstat.profile(str(path), granularities=["bpe-2k", "bpe-4k"], max_offset=8)
+    small, large = (p.table.filter(pl.col("granularity") == g).drop("granularity") for g in ("bpe-2k", "bpe-4k"))
+    assert small.equals(large) and p.granularities["bpe-4k"]["same_tokens_as"] == "bpe-2k"
+    assert "the tokens of bpe-2k: counted once" in render(p)
+    assert "count bpe-4k" not in p.run["seconds"]

@@ -8,6 +8,7 @@ a noise floor. ``profile()`` returns a ``Profile``; ``Profile.save`` writes
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import tempfile
@@ -609,7 +610,17 @@ def _profile(
     layout = counting_layout(selection.keys, selection.sizes, options.n_blocks)
     tables, facts, skipped = [], {}, {}
     seconds = {"tokenize": 0.0, "count": 0.0, "estimate": 0.0}
+    counted: dict[str, str] = {}  # the tokens' digest -> the granularity counted with them
     for stream in _Stopwatch(seconds).each("tokenize", streams):
+        digest = _tokens_digest(stream)
+        if digest in counted:  # a vocabulary the trainer could not fill gives the same tokens: counted once
+            first = counted[digest]
+            tables.append(next(t for t in tables if t["granularity"][0] == first)
+                          .with_columns(pl.lit(stream.name).alias("granularity")))
+            facts[stream.name] = {**facts[first], **stream.facts(), "same_tokens_as": first}
+            skipped[stream.name] = skipped[first]
+            continue
+        counted[digest] = stream.name
         table, skip = mi_profile(
             stream, grid, options.estimator, options.confidence, options.n_blocks, options.seed,
             timings=seconds, counter=run.counter, null_draws=options.null_draws, order=options.order,
@@ -656,6 +667,14 @@ def _training_rule(kind: str, train_docs: int | None, train_bytes: int | None) -
         "BPE and word vocabularies trained on the sampled documents of smallest content hash (the "
         f"order-free rule): {'; '.join(limits)}"
         if limits else "BPE and word vocabularies trained on the whole sample")}
+
+
+def _tokens_digest(stream: TokenStream) -> str:
+    """A digest of a stream's tokens, documents and vocabulary: equal for granularities that tokenize alike."""
+    h = hashlib.blake2b(f"{stream.vocab_size} {stream.tokens.dtype}".encode(), digest_size=16)
+    h.update(memoryview(np.ascontiguousarray(stream.doc_lengths)).cast("B"))
+    h.update(memoryview(np.ascontiguousarray(stream.tokens)).cast("B"))
+    return h.hexdigest()
 
 
 def _read_stats(s: ReadStats) -> dict:

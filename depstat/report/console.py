@@ -22,10 +22,10 @@ def render_groups(groups: Groups) -> str:
 
 def _vocabulary(facts: dict) -> str:
     """A granularity's vocabulary, with the size asked for where the BPE trainer ran out of merges short of it."""
-    asked = facts.get("requested_vocab_size")
-    if asked and facts["vocab_size"] < asked:
-        return f"{facts['vocab_size']} (of {asked} asked: no more merges)"
-    return str(facts["vocab_size"])
+    asked, same = facts.get("requested_vocab_size"), facts.get("same_tokens_as")
+    notes = ([f"of {asked} asked: no more merges"] if asked and facts["vocab_size"] < asked else []) + (
+        [f"the tokens of {same}: counted once"] if same else [])
+    return f"{facts['vocab_size']} ({'; '.join(notes)})" if notes else str(facts["vocab_size"])
 
 
 def render(result: Profile) -> str:
@@ -58,7 +58,7 @@ def render(result: Profile) -> str:
         .pivot(on="granularity", index="offset", values="cell")
         .sort("offset")
     )
-    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=40, tbl_width_chars=250):
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True, fmt_str_lengths=80, tbl_width_chars=250):
         lines.append(str(facts))
         lines.append("")
         lines.append("I(r) in bits, point [interval low, high]:")
