@@ -1,16 +1,10 @@
 """depstat: how far dependencies reach in a corpus, measured as MI profiles over token offsets."""
 
 import os
-from importlib.metadata import PackageNotFoundError, version
 
 # Idle OpenMP threads sleep instead of spinning: on a shared machine, spinning threads
 # slowed the parallel kernels down by 10-60x (measured; see docs/estimators.md).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-try:
-    __version__ = version("depstat")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0+unknown"
 
 from depstat.analysis.result import Analysis, Settings, analyze, compare_lengths  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
@@ -18,6 +12,7 @@ from depstat.estimate.estimators import DEFAULT_ESTIMATOR, ESTIMATORS  # noqa: E
 from depstat.estimate.profile import Profile, log_offsets, mi_profile, profile  # noqa: E402
 from depstat.io.corpus import Corpus, Document, open_corpus  # noqa: E402
 from depstat.tokenize.stream import TokenStream  # noqa: E402
+from depstat.version import __version__  # noqa: E402
 
 __all__ = [
     "Analysis", "Corpus", "DEFAULT_ESTIMATOR", "DepstatError", "Document", "ESTIMATORS", "Profile",

@@ -12,10 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-from depstat import __version__
 from depstat.analysis.groups import Groups, profile_groups
 from depstat.analysis.recommend import DEFAULT_MARGIN, PAPER_C
-from depstat.analysis.result import DEFAULT_HEAD_DIM, DEFAULT_TRAIN_LENGTH, Settings, analyze
+from depstat.analysis.result import (
+    DEFAULT_HEAD_DIM,
+    DEFAULT_TRAIN_LENGTH,
+    Settings,
+    analyze,
+)
 from depstat.analysis.selfsim import MARGIN as SIMILARITY_MARGIN
 from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
@@ -48,6 +52,7 @@ from depstat.tokenize.granularity import (
     DEFAULT_TRAIN_BYTES,
     DEFAULT_TRAIN_DOCS,
 )
+from depstat.version import __version__
 
 
 def _int_list(text: str) -> list[int]:

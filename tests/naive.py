@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma
 
-from depstat.estimate.estimators import TableSums
+from depstat.count.sums import TableSums
 
 M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 

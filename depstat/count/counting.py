@@ -9,8 +9,8 @@ import numba
 import numpy as np
 
 from depstat.count import kernels
+from depstat.count.sums import TableSums
 from depstat.errors import DepstatError
-from depstat.estimate.estimators import TableSums
 from depstat.tokenize.stream import TokenStream, file_backed
 
 PARTNER_MODES = {"real": kernels.MODE_REAL, "rotate": kernels.MODE_ROTATE, "iid": kernels.MODE_IID,

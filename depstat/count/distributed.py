@@ -58,7 +58,14 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from depstat.count import kernels
-from depstat.count.counting import PairCounter, jackknife_blocks, pairs_layout, slot_arrays, split_rotation
+from depstat.count.counting import (
+    PairCounter,
+    jackknife_blocks,
+    pairs_layout,
+    slot_arrays,
+    split_rotation,
+)
+from depstat.count.sums import TableSums
 from depstat.count.tables import (
     CountTable,
     PartialSums,
@@ -70,7 +77,6 @@ from depstat.count.tables import (
     swept_range_sums,
 )
 from depstat.errors import DepstatError
-from depstat.estimate.estimators import TableSums
 from depstat.files import atomic_write
 from depstat.progress import bar
 from depstat.tokenize.cache import Shard, TokenCache, split_shards, tokenizer_key

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from depstat.count import kernels
-from depstat.estimate.estimators import TableSums
+from depstat.count.sums import TableSums
 
 # A merge or range task hands its tables to the kernels end to end a first-token range of
 # about CHUNK_ENTRIES entries (64 MiB) at a time: a copy of all of them at once would double

@@ -23,7 +23,6 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from depstat import __version__
 from depstat.count.counting import PairCounter, pairs_from
 from depstat.count.distributed import DaskCounter, Engine, engine
 from depstat.count.kernels import NOTE_BLOCKS
@@ -55,6 +54,7 @@ from depstat.tokenize.granularity import (
     text_streams,
 )
 from depstat.tokenize.stream import TokenStream
+from depstat.version import __version__
 
 T = TypeVar("T")
 

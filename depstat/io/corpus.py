@@ -40,6 +40,7 @@ import numpy as np
 import zstandard
 
 from depstat.errors import DepstatError
+from depstat.io.tokenizer_file import load_tokenizer
 
 TEXT_EXTENSIONS = (".txt", ".md", ".rst", ".py")
 FORMAT_BY_SUFFIX = {
@@ -165,8 +166,6 @@ class Corpus:
 
     def _decode_with(self, path: str) -> None:
         """Yield the ids decoded to text by the tokenizer that made them (a ``tokenizer.json``)."""
-        from depstat.tokenize.granularity import load_tokenizer
-
         if self.kind != "ids":
             raise DepstatError("--ids-tokenizer was given but the input is text", path=self.spec,
                                hint="drop --ids-tokenizer, or point at pre-tokenized files")

@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from depstat import __version__
 from depstat.analysis.result import Analysis
 from depstat.errors import DepstatError
 from depstat.estimate.profile import MIN_PAIRS, Profile
 from depstat.files import atomic_write
+from depstat.version import __version__
 
 SCHEMA = "depstat-card/2"
 FENCE = "json depstat-card"

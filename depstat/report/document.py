@@ -27,13 +27,13 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from depstat import __version__
 from depstat.analysis.groups import Groups
 from depstat.analysis.recommend import extended_frequencies, frequencies
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import Profile
 from depstat.files import atomic_write
 from depstat.report.console import base_text
+from depstat.version import __version__
 
 DPI = 150
 FIGURE_DIR = "figures"

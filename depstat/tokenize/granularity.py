@@ -22,6 +22,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from depstat.errors import DepstatError
 from depstat.io.corpus import Document
+from depstat.io.tokenizer_file import load_tokenizer
 from depstat.progress import bar
 from depstat.tokenize.cache import (
     Shard,
@@ -117,20 +118,6 @@ def train_words(texts: Iterable[str]) -> Tokenizer:
     )
     tok.train_from_iterator(texts, trainer=trainer)
     return tok
-
-
-def load_tokenizer(path: str) -> Tokenizer:
-    """A ``tokenizer.json`` file (or a directory holding one), with a clear error otherwise."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "tokenizer.json"
-    if not p.is_file():
-        raise DepstatError("no tokenizer.json here", path=str(p), hint="pass a tokenizer.json file")
-    try:
-        return Tokenizer.from_file(str(p))
-    except Exception as err:  # tokenizers raises a bare Exception for bad files
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise DepstatError(f"not a valid tokenizer.json ({first})", path=str(p)) from None
 
 
 def tokenizer_name(path: str) -> str:
