@@ -25,6 +25,9 @@ or loads its kernels there, ``warm_up``):
   warm run still does for every granularity;
 * ``encode_batch_fast`` on ``--encode-mb`` of text in two fresh interpreters, one with
   ``RAYON_NUM_THREADS=1``: wall and CPU seconds, to show the thread pool at work;
+* the floor of the ladder's tokenization: the largest BPE trained on the same training sample
+  and all the text encoded with it; the smaller BPEs encoded directly too, and checked equal to
+  the streams ``text_streams`` cuts from the largest one's tokens (``Refinement``), or the run fails;
 * the ladder's BPE vocabularies trained one by one on the training sample (what depstat did
   before) against the largest trained once and the others cut from it (``truncate_bpe``, what
   ``text_streams`` does); every cut vocabulary must equal its own training or the run fails;
@@ -65,6 +68,7 @@ from depstat.tokenize.granularity import (
     DEFAULT_TRAIN_BYTES,
     DEFAULT_TRAIN_DOCS,
     bpe_vocab_size,
+    encode_stream,
     text_streams,
     train_bpe,
     truncate_bpe,
@@ -205,6 +209,12 @@ def warm_up(corpus_path: Path, names: list[str]) -> None:
     mi_profile(TokenStream("wide", ids, np.array([len(ids) // 2, len(ids) - len(ids) // 2]), wide), [1, 2, 64])
 
 
+def floor_run(training, documents, size: int):
+    """Train the largest BPE on the training sample and encode every document with it, no cache."""
+    tokenizer = train_bpe(training(), size)
+    return tokenizer, encode_stream(f"bpe-{size}", (d.text for d in documents()), tokenizer)
+
+
 def ladder_training(texts: list[str], sizes: list[int]) -> list[list[str]]:
     """Table rows: each BPE size trained alone, against the largest trained once and the others cut from it."""
     alone, seconds = {}, {}
@@ -306,6 +316,14 @@ def main() -> None:
         def training():
             return selection.training(corpus, args.train_docs, args.train_bytes or None)
 
+        sizes = sorted({bpe_vocab_size(n) for n in names if bpe_vocab_size(n)})
+        floor_s, direct = (None, {})
+        if sizes:  # the floor: one training of the largest BPE and one encoding of all the text with it
+            floor_s, (largest, big_stream) = timed(lambda: floor_run(training, documents, max(sizes)))
+            direct = {n: encode_stream(n, (d.text for d in documents()), truncate_bpe(largest, bpe_vocab_size(n)))
+                      for n in names if bpe_vocab_size(n) and bpe_vocab_size(n) < max(sizes)}
+            del big_stream
+
         warm_cache = TokenCache(cache_dir)
         seconds = {"warm": 0.0, "none": 0.0}
         warm = timed_each(seconds, "warm", text_streams(documents, names, cache=warm_cache, training=training))
@@ -313,6 +331,9 @@ def main() -> None:
         for a, b in zip(warm, plain, strict=True):  # one granularity at a time: equal streams, equal profiles
             assert (a.tokens == b.tokens).all() and (a.doc_lengths == b.doc_lengths).all(), a.name
             assert cold.granularities[a.name]["n_tokens"] == a.n_tokens, a.name
+            if a.name in direct:  # a BPE cut from the largest one's tokens equals encoding the text with it
+                d = direct.pop(a.name)
+                assert (a.tokens == d.tokens).all() and (a.doc_lengths == d.doc_lengths).all(), a.name
         read_s, _ = timed(lambda: sum(1 for _ in documents()))
         shard_s, n_shards = timed(lambda: sum(1 for _ in split_shards(d.text for d in documents())))
 
@@ -327,6 +348,12 @@ def main() -> None:
             ["estimate", f"{s['estimate']:.1f}", "", ""],
             ["total profile()", f"{wall:.1f}", f"{wall - s['tokenize'] + seconds['warm']:.1f} (sum)", ""],
         ]))
+
+        if floor_s is not None:
+            print(f"\nthe floor, train bpe-{max(sizes)} on the same training sample and encode all the text with it: "
+                  f"{floor_s:.1f} s; cold profile() {wall:.1f} s = {wall / floor_s:.2f}x the floor. The smaller BPEs "
+                  "are cut from its tokens (tokenize.granularity.Refinement): checked equal to encoding the text "
+                  "with each")
 
         print("\ncache")
         size = sum(p.stat().st_size for p in cache_dir.rglob("*") if p.is_file())
@@ -353,7 +380,6 @@ def main() -> None:
             [[k, f"{w:.2f}", f"{c:.2f}", f"{c / w:.2f}", f"{args.encode_mb / w:.2f}"] for k, (w, c) in probe.items()],
         ))
 
-        sizes = sorted({bpe_vocab_size(n) for n in names if bpe_vocab_size(n)})
         if len(sizes) > 1:
             texts = list(training())
             print(f"\nBPE vocabularies for the ladder on the training sample ({len(texts)} documents, "

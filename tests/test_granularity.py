@@ -10,7 +10,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from depstat.io.corpus import Document
-from depstat.tokenize.granularity import round_trips, text_streams, train_bpe, train_words, truncate_bpe
+from depstat.tokenize.granularity import (
+    Refinement,
+    encode_stream,
+    round_trips,
+    text_streams,
+    train_bpe,
+    train_words,
+    truncate_bpe,
+)
 from tests.conftest import EXAMPLE
 
 
@@ -45,6 +53,7 @@ def test_a_ladder_trains_its_largest_bpe_only_and_encodes_as_separate_trainings(
     cache = TokenCache(tmp_path / "cache")
     streams = {s.name: s for s in text_streams(lambda: iter(docs), ["bpe-300", "bpe-1k", "bpe-600"], cache=cache)}
     assert cache.counts["tokenizers_trained"] == 1
+    assert cache.counts["shards_encoded"] == 1  # the largest only: the others are cut from its tokens
     for name, size in (("bpe-300", 300), ("bpe-600", 600), ("bpe-1k", 1024)):
         alone = next(text_streams(lambda: iter(docs), [name]))
         assert streams[name].vocab_size == size
@@ -86,3 +95,21 @@ def test_a_model_tokenizer_is_checked_as_the_streams_encode_and_normalising_ones
     assert bos.encode(texts[0]).ids[0] == bos.token_to_id("<s>")  # the post-processor is there
     got = [s.info["round_trips"] for s in text_streams(lambda: iter(docs), [], paths)]
     assert got == [True, False]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts=st.lists(st.text(st.characters(codec="utf-8"), max_size=300), min_size=1, max_size=12),
+       seed=st.integers(0, 2**31), small=st.integers(257, 500))
+def test_a_smaller_bpe_cut_from_a_larger_ones_tokens_equals_encoding_the_text(texts: list[str], seed: int,
+                                                                              small: int) -> None:
+    """Refinement: the larger BPE's stream split token by token equals the smaller BPE's own
+    encoding, on any UTF-8 text (empty documents included), for vocabularies trained on other text."""
+    rng = random.Random(seed)
+    training = _docs_text(5) + ["".join(rng.choice("ab cé€😀\n") for _ in range(200)) for _ in range(5)]
+    big = train_bpe(training, 700)
+    fine = truncate_bpe(big, small)
+    derived = Refinement(big, fine).stream("bpe", encode_stream("big", texts, big), chunk_docs=3)
+    direct = encode_stream("bpe", texts, fine)
+    assert derived.vocab_size == direct.vocab_size and derived.tokens.dtype == direct.tokens.dtype
+    assert (derived.tokens == direct.tokens).all() and (derived.doc_lengths == direct.doc_lengths).all()
+    assert derived.n_bytes == direct.n_bytes

@@ -108,6 +108,41 @@ def truncate_bpe(tokenizer: Tokenizer, vocab_size: int) -> Tokenizer:
     return Tokenizer.from_str(json.dumps(data, ensure_ascii=False))
 
 
+class Refinement:
+    """Each token of a BPE split by a smaller one cut from it (``truncate_bpe``): a BPE encodes with
+    its first merges the states its full merge list passes through, so every token of the larger
+    is a run of the smaller's tokens, and its split is the smaller model's tokenization of the
+    token alone. A stream of the larger gives the smaller's stream by a lookup, without encoding
+    the text again (checked against direct encoding in ``tests/test_granularity.py``)."""
+
+    def __init__(self, coarse: Tokenizer, fine: Tokenizer) -> None:
+        strings = {i: token for token, i in coarse.get_vocab(with_added_tokens=True).items()}
+        pieces = [[t.id for t in fine.model.tokenize(strings[i])] for i in range(len(strings))]
+        self.starts = np.concatenate([[0], np.cumsum([len(p) for p in pieces])]).astype(np.int64)
+        self.pieces = np.fromiter((x for p in pieces for x in p), np.int64, self.starts[-1])
+        self.vocab_size = vocab_size_of(fine)
+
+    def stream(self, name: str, coarse: TokenStream, chunk_docs: int = 1 << 14) -> TokenStream:
+        """The smaller BPE's stream of the documents of ``coarse``, a chunk of documents at a time."""
+        counts = np.diff(self.starts)
+        ends = np.cumsum(coarse.doc_lengths)
+        tokens, lengths = [], []
+        for first in range(0, len(coarse.doc_lengths), chunk_docs):
+            docs = coarse.doc_lengths[first:first + chunk_docs]
+            lo = int(ends[first - 1]) if first else 0
+            t = np.asarray(coarse.tokens[lo:lo + int(docs.sum())], dtype=np.int64)
+            n = counts[t]
+            out = np.arange(int(n.sum())) + np.repeat(self.starts[t] - (np.cumsum(n) - n), n)
+            tokens.append(self.pieces[out].astype(token_dtype(self.vocab_size)))
+            at = np.concatenate([[0], np.cumsum(n)])[np.concatenate([[0], np.cumsum(docs)])]
+            lengths.append(np.diff(at))
+        return TokenStream(
+            name=name, vocab_size=self.vocab_size, n_bytes=coarse.n_bytes,
+            tokens=np.concatenate(tokens) if tokens else np.zeros(0, token_dtype(self.vocab_size)),
+            doc_lengths=np.concatenate(lengths) if lengths else np.zeros(0, np.int64),
+        )
+
+
 def train_words(texts: Iterable[str]) -> Tokenizer:
     """WordLevel tokenizer over whitespace-separated units, with every word seen in ``texts``."""
     tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
@@ -302,9 +337,21 @@ def text_streams(
             return trained("words", None)
         return truncate_bpe(trained("bpe", largest), size)
 
+    @functools.cache
+    def largest_stream() -> TokenStream:
+        return encode(f"bpe-{largest}", texts(), trained("bpe", largest), cache)
+
+    derive = encode is encode_stream and sum(bool(bpe_vocab_size(n)) for n in names) > 1
     for name in names:
         tokenizer = None if name == "bytes" else vocabulary(name)
-        stream = encode(name, texts(), tokenizer, cache)
+        size = bpe_vocab_size(name)
+        if derive and size is not None and size < largest:  # one encoding serves the ladder's BPEs
+            stream = Refinement(trained("bpe", largest), tokenizer).stream(name, largest_stream())
+        elif derive and size == largest:
+            stream = largest_stream()
+            stream.name = name
+        else:
+            stream = encode(name, texts(), tokenizer, cache)
         if bpe_vocab_size(name):
             stream.info["requested_vocab_size"] = bpe_vocab_size(name)
         stream.info["round_trips"] = round_trips(tokenizer, texts())
