@@ -246,10 +246,17 @@ BAD_INPUTS = {
     "empty corpus": (lambda d: _write(d / "e.jsonl", '{"text": ""}\n'), "no non-empty documents"),
     "too short": (lambda d: _write(d / "s.jsonl", '{"text": "ab"}\n'),
                   "needs 64, and the smallest, r = 1, has 1 (1 document, the longest 2 tokens)"),
+    "unknown extension": (lambda d: _write(d / "notes.log", "some text"), "unknown file extension '.log'"),
+    "csv without the column": (lambda d: _write(d / "k.csv", "book,verse\nGen,In the beginning\n"),
+                               "no column 'text' (columns: book, verse)"),
+    "bin without dtype": (lambda d: _write_bytes(d / "t.bin", bytes(range(200))), "--bin-dtype"),
+    "directory with other files": (lambda d: (_write(d / "c" / "a.md", "# a"), _write_bytes(d / "c" / "b.png", b"x"))[0]
+                                   .parent, "directory holds 1 file of no supported extension: b.png"),
 }
 
 
 def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
 
@@ -420,3 +427,12 @@ def test_granularities_with_the_same_tokens_are_counted_once_and_named_together(
     assert small.equals(large) and p.granularities["bpe-4k"]["same_tokens_as"] == "bpe-2k"
     assert "the tokens of bpe-2k: counted once" in render(p)
     assert "count bpe-4k" not in p.run["seconds"]
+
+
+def test_skipped_files_are_listed_in_the_summary_and_on_the_console(tmp_path: Path) -> None:
+    for i in range(3):
+        _write(tmp_path / "d" / f"doc{i}.md", "the cat sat on the mat. " * 40)
+    _write_bytes(tmp_path / "d" / "logo.png", b"\x89PNG")
+    p = depstat.profile(str(tmp_path / "d"), granularities=["bytes"], max_offset=8, skip_bad=True)
+    assert [Path(f).name for f in p.summary()["corpus"]["skipped_files"]] == ["logo.png"]
+    assert "skipped 1 file of no supported extension: " in render(p)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -12,6 +13,7 @@ import depstat
 from depstat.cli import main
 from depstat.report.console import base_text
 from depstat.report.document import (
+    FIGURE_TEXT,
     FIGURES,
     Items,
     Para,
@@ -88,3 +90,14 @@ def test_profile_and_analysis_show_themselves_in_a_notebook(analysed: Analysed) 
     assert profile.plot().axes[0].get_legend_handles_labels()[1] == ["bytes", "bpe-512"]
     alone, with_profile = analysis.plot(), analysis.plot(profile)
     assert len(alone.axes[0].lines) > 0 and len(with_profile.axes[0].lines) >= len(alone.axes[0].lines)
+
+
+def test_the_report_of_a_saved_profile_holds_every_figure(analysed: Analysed, tmp_path: Path) -> None:
+    saved = analysed.profile.save(tmp_path / "p")
+    assert main(["report", str(saved), "--out", str(tmp_path / "r"), "--head-dim", "64", "--train-length", "256",
+                 "--target-length", "1024"]) == 0
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert page.count("data:image/png;base64,") == len(FIGURES)
+    for name in FIGURES:
+        assert (tmp_path / "r" / "figures" / f"{name}.png").stat().st_size > 1000, name
+        assert html.escape(FIGURE_TEXT[name][1]) in page, name  # each figure with its caption saying what to read
