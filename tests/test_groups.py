@@ -59,6 +59,7 @@ def test_groups_are_profiled_as_their_own_corpora(mixed):
     np.testing.assert_allclose(mine, own.table.sort("granularity", "offset")["mi_bits"].to_numpy(), rtol=1e-12)
     table = groups.table
     assert table["group"].to_list() == ["arithmetic", "markov"] and set(table["verdict"]) == {"not self-similar"}
+    assert all(e.startswith("yarn 512 -> 2048, beta_fast ") for e in table["extension"])
     assert set(groups.profiles["group"].unique()) == {"arithmetic", "markov"}
     assert repr(groups) == "Groups('source': 2 groups, 2 analysed: arithmetic, markov)"
     page = groups._repr_html_()

@@ -57,7 +57,7 @@ class Group:
             rec = a.recommendation
             row.update({"granularity": a.granularity, "kernel": w.kind, "W": w.W, "alpha": w.alpha,
                         "verdict": a.self_similarity.verdict, "onset": a.self_similarity.onset_tokens,
-                        "rope_theta": rec.rope_theta, "extension": rec.extension.method if rec.extension else None})
+                        "rope_theta": rec.rope_theta, "extension": _extension(a)})
         row["note"] = self.error
         return row
 
@@ -136,6 +136,15 @@ class Groups:
         ax.legend(fontsize=7)
         fig.tight_layout()
         return fig
+
+
+def _extension(a: Analysis) -> str:
+    """The group's extension and the lengths it is for, or why there is none."""
+    rec = a.recommendation
+    if rec.extension is None:
+        return "none asked (no --target-length)"
+    betas = f", beta_fast {rec.extension.beta_fast:.3g}" if rec.extension.method == "yarn" else ""
+    return f"{rec.extension.method} {rec.train_length} -> {rec.target_length}{betas}"
 
 
 def directory(value: str) -> str:
