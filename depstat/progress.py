@@ -43,9 +43,13 @@ class _CompileNotice(event.Listener):
         if self.depth > 1 or not _is_depstat(ev):
             return
         if self.started is None:
-            self.started = time.perf_counter()
-            print("compiling depstat's kernels (first run only: later runs load them from Numba's cache) ...",
-                  file=sys.stderr, flush=True)
+            self.begin()
+
+    def begin(self, how: str = "") -> None:
+        """Say that compilation starts (``how``: what is said after the first clause)."""
+        self.started = time.perf_counter()
+        print(f"compiling depstat's kernels (first run only: later runs load them from Numba's cache){how} ...",
+              file=sys.stderr, flush=True)
 
     def on_end(self, ev: event.Event) -> None:
         self.depth -= 1
@@ -65,9 +69,12 @@ def _is_depstat(ev: event.Event) -> bool:
 _NOTICE: _CompileNotice | None = None
 
 
-def announce_compilation() -> None:
-    """From now on, say on stderr when a depstat kernel compiles (the first run only), terminal or not."""
+def announce_compilation(how: str | None = None) -> None:
+    """From now on, say on stderr when a depstat kernel compiles (the first run only), terminal or not;
+    with ``how``, say now that compilation starts, and how."""
     global _NOTICE
     if _NOTICE is None:
         _NOTICE = _CompileNotice()
         event.register("numba:compile", _NOTICE)
+    if how is not None and _NOTICE.started is None:
+        _NOTICE.begin(how)

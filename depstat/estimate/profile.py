@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -23,7 +25,8 @@ import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-from depstat.count.counting import PairCounter, pairs_from
+from depstat.count import kernels
+from depstat.count.counting import DENSE_MAX_VOCAB, PairCounter, pairs_from
 from depstat.count.distributed import DaskCounter, Engine, engine
 from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
@@ -512,7 +515,9 @@ def profile(
         raise DepstatError("offsets must be positive integers")
 
     options = CountOptions(estimator, confidence, n_blocks, seed, null_draws, order, population)
+    wide = corpus.kind == "ids" or tokenizers or any(g != "bytes" for g in granularities or DEFAULT_LADDER)
     with (
+        kernels_compiled_beside(wide and workers is None and scheduler is None, options, int(grid.max())) as ready,
         local_copy(corpus, max_docs, max_tokens, sample, seed) as (source, streamed_rule),
         engine(workers, scheduler, shared_dir, pair_memory, shard_tokens) as run,
     ):
@@ -521,8 +526,44 @@ def profile(
         selection = select(source, max_docs, max_tokens, seed, "first" if streamed_rule else sample)
         return _profile(
             corpus, source, selection, granularities, tokenizers, grid, options, vocab_size,
-            (train_docs, train_bytes), cache, run, streamed_rule,
+            (train_docs, train_bytes), cache, run, streamed_rule, ready,
         )
+
+
+@contextmanager
+def kernels_compiled_beside(needed: bool, options: CountOptions, max_offset: int) -> Iterator[Callable[[], None]]:
+    """On a first run (Numba's cache lacks the partitioned kernels) that counts 16-bit tokens here, a second
+    process compiles those (``depstat.estimate.warmup``) while this one reads, tokenizes and compiles the
+    dense kernels of bytes; yields the wait for it. Killed if the run ends first."""
+    process = None
+    if needed and not _partitioned_kernels_cached():
+        args = [options.estimator, options.n_blocks, options.null_draws, options.order, options.population, max_offset]
+        process = subprocess.Popen([sys.executable, "-m", "depstat.estimate.warmup", *map(str, args)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        announce_compilation(", the partitioned ones in a second process")
+
+    def ready() -> None:
+        nonlocal process
+        if process is not None:
+            if process.poll() is None:
+                print("  waiting for the second process to finish compiling ...", file=sys.stderr, flush=True)
+            process.wait()
+            process = None
+
+    try:
+        yield ready
+    finally:
+        if process is not None:
+            process.kill()
+
+
+def _partitioned_kernels_cached() -> bool:
+    """Whether Numba's on-disk cache holds the null sweep's kernel (read from Numba's cache object; where
+    that is not found, taken as cached: nothing is started)."""
+    try:
+        return Path(kernels._sweep_worker._cache._cache_file._index_path).is_file()
+    except AttributeError:
+        return True
 
 
 @dataclass(frozen=True)
@@ -574,6 +615,7 @@ def _profile(
     corpus: Corpus, source: Corpus, selection: Selection, granularities: Sequence[str] | None,
     tokenizers: Sequence[str], grid: np.ndarray, options: CountOptions, vocab_size: int | None,
     train: tuple[int | None, int | None], cache: TokenCache | None, run: Engine, streamed_rule: str | None,
+    kernels_ready: Callable[[], None],
 ) -> Profile:
     """The body of ``profile``: ``source`` is read, ``corpus`` is what gets described."""
 
@@ -621,6 +663,8 @@ def _profile(
             skipped[stream.name] = skipped[first]
             continue
         counted[digest] = stream.name
+        if stream.vocab_size > DENSE_MAX_VOCAB:
+            kernels_ready()  # the partitioned kernels: compiled beside this process on a first run
         table, skip = mi_profile(
             stream, grid, options.estimator, options.confidence, options.n_blocks, options.seed,
             timings=seconds, counter=run.counter, null_draws=options.null_draws, order=options.order,
