@@ -259,7 +259,7 @@ def _recommendation(a: Analysis) -> list[Block]:
         ]),
         Items(list(rec.reasons)),
         Table(["rule", "base", "source", "θ* band", "bands slower"],
-              [[g.rule, _num(g.base), g.source, str(g.theta_star_band), str(g.bands_slower)]
+              [[g.rule, base_text(g.base), g.source, str(g.theta_star_band), str(g.bands_slower)]
                for g in (rec.recommended, *rec.alternatives)]),
         Fig("kernel"),
         Fig("rope_grid"),
