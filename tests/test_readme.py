@@ -35,3 +35,12 @@ def test_the_readme_is_a_front_page() -> None:
     assert len(README.splitlines()) <= 200 and len(README.split()) <= 1500
     for link in re.findall(r"\]\(([^)#]+)\)", README):
         assert (ROOT / link).exists(), link
+
+
+def test_module_docstrings_state_in_at_most_25_lines() -> None:
+    """Each module opens with what it does and why, not a record of how it got there."""
+    import ast
+
+    for path in sorted((ROOT / "depstat").rglob("*.py")):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        assert 0 < len(doc.splitlines()) <= 25 or path.name == "__init__.py", (path, len(doc.splitlines()))

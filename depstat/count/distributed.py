@@ -1,43 +1,26 @@
 """Counting on a Dask cluster: shards of the stream become count tables on the workers.
 
-The stream is written once as a ``.npy`` file that every worker memory-maps (a local
-directory for an embedded ``LocalCluster``; storage all workers share for ``--scheduler``).
-For each batch of offsets:
+The stream is written once as a ``.npy`` file that every worker memory-maps (a local directory
+for an embedded ``LocalCluster``; storage all workers share for ``--scheduler``). For each batch
+of offsets: (1) a task per shard counts the pairs whose first position lies in it, one table
+per slot cut into first-token ranges (``tables.shard_tables``; the rotation null, whose partner
+does not depend on the offset, at the batch's smallest offset only, then just the pairs each
+larger offset drops); (2) with several ranges, a piece task per (shard, range); (3) each
+block's pieces merged by a tree of tasks of about MERGE_FAN_IN tables (``tables.merge``);
+(4) a task per (slot, range) takes that range's sums and jackknife deltas token by token
+(``tables.range_sums``; the null's at every offset of the batch, ``tables.swept_range_sums``);
+(5) a task per slot adds the ranges (``tables.combine``): only these ``TableSums`` travel back.
+Shards hold 4M to 64M positions (``graph_plan``), sized by a probe where memory binds them
+(``DaskCounter.probe``); docs/scale.md walks through the graph.
 
-1. a task per shard counts the pairs whose first position lies in the shard, one table per
-   slot (``tables.shard_tables``), and cuts each table into first-token ranges holding
-   about equal numbers of positions. The rotation null's partner does not depend on the
-   offset, so its table is counted at the batch's smallest offset only; for each larger
-   offset the task counts just the pairs that offset drops at document ends and the offset
-   before it keeps;
-2. with several ranges, a piece task per (shard, range) takes that range's tables of all
-   slots: one task per piece of the exchange, not one per slot too;
-3. each block's pieces of a range are merged into one table per slot, by a tree of tasks
-   that each hold about MERGE_FAN_IN tables (``tables.merge``); with several ranges, a
-   task per (slot, range, block) then picks one slot's table where the merge left it;
-4. a task per (slot, range) takes that range's sums and jackknife deltas from its table of
-   every block, first token by first token, in dense arrays (``tables.range_sums``): its
-   memory is about 1/ranges of one offset's per-block tables. The rotation null's task at
-   the smallest offset also gives its sums at the batch's larger offsets, changing only
-   the cells whose pairs those offsets drop (``tables.swept_range_sums``);
-5. a task per slot (one for all the null's) adds the ranges' sums (``tables.combine``);
-   only these ``TableSums`` travel back to the client.
+Shards never straddle a block, tasks are pure, and integer counts are added before any float
+sum, in a fixed order: the result does not depend on the number of workers, on which ran what,
+or on a task rerun. Tasks call the kernels on their own thread (``kernels.emit_block``).
 
-Shards hold 4M to 64M positions (``graph_plan``); where the workers' memory binds them, a
-sweep first counts a few shards of its widest batch and sizes them by the table entries
-those held (``DaskCounter.probe``).
-
-Shards never straddle a block, tasks are pure, and integer counts are added before any
-float sum is taken, in a fixed order: the result does not depend on the number of workers,
-on which worker ran what, or on a worker that died and had its tasks rerun. Tasks call no
-parallel Numba kernel: a worker may run several in threads at once, which Numba's
-workqueue threading layer does not survive.
-
-Tokenization runs on the workers too (``WorkerEncoder``): this process reads the documents
-and sends them a text shard at a time, with a bounded number in flight; each worker
-encodes its shard (through the token cache when there is one) and writes the tokens to a
-part file; the workers then copy the parts into one ``.npy`` which this process only
-memory-maps. So this process never holds a whole token stream in its own memory.
+Tokenization runs on the workers too (``WorkerEncoder``): this process sends the documents a
+text shard at a time, each worker encodes its shard (through the token cache when there is
+one) into a part file, and the parts are copied into one ``.npy`` that this process only
+memory-maps, so it never holds a whole token stream.
 """
 
 from __future__ import annotations

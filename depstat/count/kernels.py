@@ -1,14 +1,11 @@
 """Numba counting kernels: the sums over count tables that every MI estimator needs.
 
-The corpus is one concatenated token array ``tok`` with per-position metadata. For an
-offset ``r`` the pairs are ``(tok[p], partner(p))`` for every position ``p`` whose
-document still has ``r`` tokens after it. Small vocabularies are counted into whole
-V x V tables per jackknife block (``dense_counts``, ``dense_table_sums``). Larger ones never build the joint
-table: the pairs are written, in position order, into partitions of first tokens
-(``emit_pairs``), and each partition's tokens have their partners counted in a dense array
-of length V that is summed and reset (``partition_sums``); memory is O(N + V). The Dask
-engine emits a shard's count tables instead (``emit_block``, ``partition_tables``), the pairs
-a larger offset drops included (``Slots.upto``).
+For an offset ``r`` the pairs of the concatenated tokens ``tok`` are ``(tok[p], partner(p))``
+for every position ``p`` whose document has ``r`` tokens after it. Small vocabularies are counted
+into whole V x V tables per jackknife block (``dense_counts``, ``dense_table_sums``); larger ones
+write the pairs, in position order, into partitions of first tokens (``emit_pairs``) and count
+each token's partners in a dense array of length V (``partition_sums``): memory O(N + V). The
+Dask engine emits a shard's tables instead (``emit_block``, ``partition_tables``).
 
 For each table the kernels return three sums, from which all estimators are built:
 ``sum n ln n`` (plug-in), ``sum n G(n)`` (Grassberger 2003) and the number of occupied
@@ -19,13 +16,11 @@ delete-one-block jackknife costs one more pass instead of G re-counts.
 Partners: ``MODE_REAL`` is ``tok[p + r]``; ``MODE_ROTATE`` is
 ``tok[(p + shift + jitter) % N]``, a partner from far away in the corpus that keeps the
 partner stream's own autocorrelation (the null used for bias correction). It is the same
-at every offset, so an offset's null table is the previous offset's less the pairs of the
-positions that offset drops at document ends: ``null_sweep_sums`` counts it once and
-follows those deletions through every offset of a profile. The jitter, a
-random 0..4095 redrawn every 4096 positions, keeps documents of equal length and a fixed
-layout from lining up with their partners at the same position (which would give the null
-real information and over-correct); ``MODE_IID`` draws the partner
-position by a hash of ``(p, seed)``, an i.i.d. null kept for comparison.
+at every offset, so an offset's null table is the previous offset's less the pairs that offset
+drops at document ends: ``null_sweep_sums`` counts it once and follows those deletions. The
+jitter (a random 0..4095 redrawn every 4096 positions) keeps documents of equal length from
+lining up with their partners, which would give the null real information; ``MODE_IID`` draws
+the partner by a hash of ``(p, seed)``, an i.i.d. null kept for comparison.
 """
 
 from __future__ import annotations

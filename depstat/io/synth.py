@@ -15,10 +15,8 @@ The other generators give corpora whose dependency scale is known by constructio
   dependencies whose scale is fixed in characters (not self-similar).
 - ``markov_text``: text from a character-level Markov chain, whose MI decays
   exponentially; at byte granularity its profile is the chain's ``exact_mi``.
-- ``tree_text``: text from a hierarchical grammar (Lin & Tegmark's recursive model): each
-  character's two children copy it or redraw it, so the MI of two characters decays with
-  the depth of their common ancestor, a power law in their distance by construction
-  (``tree_exact_mi``); a document-wide favourite character adds a floor.
+- ``tree_text``: text from Lin & Tegmark's recursive grammar (each character's children copy or
+  redraw it): a power law in distance by construction (``tree_exact_mi``), plus a floor.
 - ``two_kinds``: short documents of one kind and long ones of another, tokens i.i.d. given
   the kind: the pairs at an offset come from the documents longer than it, so the MI is the
   kind's and falls to exactly 0 beyond the short documents (``two_kinds_exact_mi``).

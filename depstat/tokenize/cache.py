@@ -1,15 +1,11 @@
 """On-disk cache of tokenized shards and trained vocabularies, so a rerun skips tokenization.
 
 The sampled documents of one granularity are cut into shards of about ``SHARD_BYTES`` of
-text. Where a shard ends depends only on its documents' content (a cut follows a document
-whose digest is 0 mod ``CUT_ONE_IN``, once the shard holds ``SHARD_BYTES``; at most
-``CUT_ONE_IN`` times that), so an edited document changes its own shard and the cuts
-after it fall where they fell before. A shard's key is a hash of
-
-* its documents' text (UTF-8 bytes, each length-prefixed): whatever file, field,
-  ``--max-docs``/``--max-tokens`` or ``--skip-bad`` choice produced that text;
-* the tokenizer's serialized JSON (``Tokenizer.to_str()``) and the ``tokenizers`` version;
-* ``CACHE_VERSION``, raised whenever depstat encodes differently.
+text, where a document's digest is 0 mod ``CUT_ONE_IN`` (at most ``CUT_ONE_IN`` times that), so
+an edited document changes its own shard and the cuts after it fall where they fell before. A
+shard's key hashes its documents' text (whatever file, field or sample produced it), the
+tokenizer's JSON with the ``tokenizers`` version, and ``CACHE_VERSION`` (raised whenever depstat
+encodes differently).
 
 Layout under the root (``$DEPSTAT_CACHE``, else ``$XDG_CACHE_HOME/depstat``, else
 ``~/.cache/depstat``)::
@@ -21,14 +17,12 @@ Layout under the root (``$DEPSTAT_CACHE``, else ``$XDG_CACHE_HOME/depstat``, els
     v1/decoded/ab/<key>.text.npy    token ids decoded to text (``--ids-tokenizer``): UTF-8 bytes
     v1/decoded/ab/<key>.lengths.npy each document's length in bytes, and a manifest as for shards
 
-A decoded batch's key is a hash of the tokenizer that decodes (as above) and of the batch's
-ids, so every pass over a token-id corpus after the first reads its text instead of decoding
-it again (``TokenCache.decoded``).
+A decoded batch's key hashes the decoding tokenizer and the batch's ids: every pass over a
+token-id corpus after the first reads its text (``TokenCache.decoded``).
 
-Every file is written to a temporary sibling, fsynced and renamed, and a shard counts only
-when its manifest exists and both digests match, so an interrupted run (Ctrl-C, a crash, a
-full disk) leaves complete shards and nothing that reads as valid; the next run resumes
-from them. Deleting the root clears the cache.
+Files are written to a temporary sibling, fsynced and renamed; a shard counts only when its
+manifest exists and both digests match, so an interrupted run leaves complete shards and nothing
+that reads as valid, and the next resumes from them. Deleting the root clears the cache.
 """
 
 from __future__ import annotations

@@ -1,35 +1,23 @@
 """Experiment 3, pi: does depstat's analysis of the data predict whether PI or YaRN extends the context?
 
-Five kinds of data, each trained at L_train with RoPE base 10,000 and evaluated at 4 L_train
-with no scaling, PI and YaRN, zero-shot and after fine-tuning at 4 L_train with that scaling
-for each budget of a sweep (checkpoints of one constant-rate run); YaRN with the betas depstat
-advises for that data (``depstat.analysis.recommend.yarn_betas``) and, for comparison, with the YaRN
-paper's defaults (``yarn-default``: beta_fast 32, beta_slow 1, which keep no band whole when
-L_train < 64 pi):
+Five kinds of data, each trained at L_train with RoPE base 10,000 and evaluated at 4 L_train with
+no scaling, PI and YaRN, zero-shot and after fine-tuning at 4 L_train for each budget of a sweep
+(checkpoints of one constant-rate run); YaRN with the betas depstat advises
+(``depstat.analysis.recommend.yarn_betas``) and with the YaRN paper's defaults (``yarn-default``):
 
-- ``window, dilated`` and ``window, fixed``: a controlled pair on the frequency-law task
-  (``depstat.io.synth.window_task``: the target is the majority of the last B tokens). One model
-  is trained with B = 16 at L = 64; at 4L the dependency is dilated to 4B (PI's premise: the
-  test-time structure is the train-time one stretched) or stays at B (PI must fail: it
-  squeezes the window the model learned into a quarter of the positions).
-- ``natural text`` (the bundled Python docs) and ``arithmetic``
-  (``depstat.io.synth.arithmetic_problems``), bytes, whose dependencies reach past L_train = 128.
-- ``tree text`` (``depstat.io.synth.tree_text``), bytes: a power law at every scale by
-  construction, so self-similar, and stationary like any corpus: its dependencies at 4L are the
-  ones at L, not a dilation of them. What PI costs where self-similarity is known to hold.
+- ``window, dilated`` and ``window, fixed`` (``depstat.io.synth.window_task``: the target is the
+  majority of the last B tokens; B = 16 at L = 64): at 4L the window is dilated to 4B (PI's
+  premise) or stays at B (PI must fail: it squeezes the learned window into a quarter).
+- ``natural text`` (the bundled Python docs) and ``arithmetic``, bytes, reaching past L_train = 128.
+- ``tree text``, bytes: self-similar by construction and stationary, so its dependencies at 4L are
+  those at L, not a dilation of them: what PI costs where self-similarity holds.
 
 The predicted method comes from depstat before any model is evaluated
-(``depstat.analysis.result.compare_lengths``): the data seen in training and the data at the target
-length are profiled and analysed; PI when the kernel width dilates with the context, YaRN when
-it stays fixed, the self-similarity verdict's method when neither kernel has a length. For
-text and arithmetic the data at the target length are the same corpus.
-
-Scored by exact-token accuracy (the window task: every target; arithmetic: the copied
-variable names, ``copy``; text: every byte), perplexity reported beside it (paper A: PI can
-lower perplexity and still lose the exact tokens). Per seed, a method's score is its accuracy
-averaged over the budgets; ``scorecard`` gives the best method, depstat's config minus the best
-(paired by seed: mean, 95 % interval), ``correct`` when that interval reaches 0 (depstat's
-config is the best or not told from it), and PI - YaRN with its paired interval.
+(``depstat.analysis.result.compare_lengths`` on the data at L_train and at the target length): PI
+when the kernel dilates with the context, YaRN when it stays fixed, the verdict's method when
+neither kernel has a length. Scored by exact-token accuracy (perplexity beside it), averaged over
+the budgets per seed; ``scorecard`` gives the best method, depstat's config minus the best (paired
+by seed: mean, 95 % interval), ``correct`` when that interval reaches 0, and PI - YaRN.
 """
 
 from __future__ import annotations
