@@ -16,8 +16,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 @pytest.mark.slow
 def test_the_python_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (block,) = re.findall(r"```python\n(.*?)```", README, flags=re.S)
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # away from the checkout: "example" is the bundled corpus anywhere
     scope: dict = {}
     exec(compile(block, "README.md", "exec"), scope)
     p, a = scope["p"], scope["a"]
