@@ -29,6 +29,7 @@ from depstat.analysis.selfsim import SelfSimilarity
 from depstat.cli import main
 from depstat.errors import DepstatError
 from depstat.io.synth import arithmetic_jsonl, markov_text, write_jsonl
+from depstat.report.document import FIGURES
 
 COMPOSITE = DecayFit("composite", 1.0, 1.3, 0.3, 0.65, 0.01, 0.0, 28)
 
@@ -195,7 +196,7 @@ def test_cli_profile_writes_analysis_and_commands_reuse_it(tmp_path: Path, capsy
     rc = main(["profile", str(path), "-g", "bytes", "-g", "bpe-512", "--max-offset", "512",
                "--head-dim", "64", "--train-length", "512", "--target-length", "2048", "--out", str(out), "--report"])
     assert rc == 0
-    assert (out / "report.html").read_text().count("data:image/png;base64,") == 5
+    assert (out / "report.html").read_text().count("data:image/png;base64,") == len(FIGURES)
     assert (out / "report.md").is_file() and (out / "figures" / "kernel.png").is_file()
     summary = json.loads((out / "summary.json").read_text())
     assert summary["self_similarity"]["verdict"] == "not self-similar"
