@@ -441,3 +441,13 @@ def test_skipped_files_are_listed_in_the_summary_and_on_the_console(tmp_path: Pa
     p = depstat.profile(str(tmp_path / "d"), granularities=["bytes"], max_offset=8, skip_bad=True)
     assert [Path(f).name for f in p.summary()["corpus"]["skipped_files"]] == ["logo.png"]
     assert "skipped 1 file of no supported extension: " in render(p)
+
+
+def test_a_corpus_too_small_for_its_advice_says_so_before_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    lines = ["The cat sat on the mat and looked at the dog.", "A bird flew over the house, singing a song.",
+             "Rain fell all day; the river rose slowly.", "She read the letter twice before she smiled."]
+    path = _write(tmp_path / "tiny.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in lines * 3))
+    assert main(["profile", str(path), "-g", "bytes", "-g", "bpe-300", "--max-offset", "64"]) == 0
+    out = capsys.readouterr().out
+    note = out.index("note: your data show no decay of dependence with distance beyond their error at bpe-300")
+    assert note < out.index("your data do not constrain the base")

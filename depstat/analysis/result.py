@@ -91,6 +91,19 @@ class Analysis:
                 f"<ul>{reasons}</ul>{figure_html(self.plot())}")
 
     @property
+    def uninformed(self) -> str | None:
+        """Why the advice is not informed by the data: the model granularity shows no dependence, or a scale-free
+        tail whose exponent's interval reaches 0 (no decay with distance beyond the error); None otherwise."""
+        w = self.widths[self.granularity]
+        flat = w.kind == "scale-free" and w.alpha_ci is not None and w.alpha_ci[0] <= 0
+        if w.kind != "none" and not flat:
+            return None
+        shown = "no dependence" if w.kind == "none" else "no decay of dependence with distance"
+        return (f"your data show {shown} beyond their error at {self.granularity}: the advice below is not "
+                "informed by them; if the corpus is small, profile more text (the intervals narrow as "
+                "1/sqrt(tokens))")
+
+    @property
     def width_table(self) -> pl.DataFrame:
         """One row per granularity: kind, W with interval, xi, alpha with interval, r_x, floor, chi2/dof, r_max."""
         return pl.DataFrame([{

@@ -133,9 +133,10 @@ def render_recommendation(analysis: Analysis) -> str:
     """The recommendation in words, the other rules side by side, and the config to paste."""
     rec = analysis.recommendation
     setting = f"head_dim {rec.head_dim}, L_train {rec.train_length}, read at {rec.granularity}"
-    lines = [f"rope_theta set by your data: {base_text(rec.rope_theta)} ({setting})" if rec.bound == "data" else
-             f"your data do not constrain the base: Men et al.'s bound for L_train, rope_theta {base_text(rec.rope_theta)} "
-             f"({setting})"]
+    lines = [f"note: {uninformed}" for uninformed in [analysis.uninformed] if uninformed]
+    lines += [f"rope_theta set by your data: {base_text(rec.rope_theta)} ({setting})" if rec.bound == "data" else
+              f"your data do not constrain the base: Men et al.'s bound for L_train, rope_theta "
+              f"{base_text(rec.rope_theta)} ({setting})"]
     lines += [f"  - {r}" for r in rec.reasons]
     lines.append(f"  {'rule':<34} {'base':>10} {'theta* band':>12} {'bands slower':>13}")
     for g in (rec.recommended, *rec.alternatives):

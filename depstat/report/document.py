@@ -155,7 +155,8 @@ def _summary(a: Analysis) -> list[Block]:
     ss = a.self_similarity
     width = f"{w.kind}, W = {_num(w.W)} tokens" if w.W is not None else w.kind
     source = "set by the data" if rec.bound == "data" else "the data do not constrain the base: Men et al.'s bound"
-    items = [
+    items = [f"Note: {a.uninformed}"] if a.uninformed else []
+    items += [
         f"rope_theta = {base_text(rec.rope_theta)} for head dimension {rec.head_dim} and L_train = {rec.train_length} "
         f"({width} at {rec.granularity}; {source})",
         f"self-similarity: {ss.verdict}" + (f" from r = {ss.onset_tokens:.1f} tokens" if ss.verdict == "self-similar"
