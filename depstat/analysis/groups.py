@@ -23,7 +23,6 @@ import polars as pl
 
 from depstat.analysis.result import MODEL_SETTINGS, Analysis, Settings, analyze
 from depstat.errors import DepstatError
-from depstat.estimate.plot import figure_html
 from depstat.estimate.profile import Profile, local_copy, profile
 from depstat.files import atomic_write
 from depstat.io.corpus import Corpus
@@ -100,6 +99,8 @@ class Groups:
         return self.figure()
 
     def _repr_html_(self) -> str:
+        from depstat.estimate.plot import figure_html
+
         return f"<p><code>{html.escape(repr(self))}</code></p>{self.table._repr_html_()}{figure_html(self.figure())}"
 
     def to_dict(self) -> dict:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
-from matplotlib.figure import Figure
 
 from depstat.analysis.dependency import Curve, Width, curve, fitted, kernel_width
-from depstat.analysis.plot import kernel_figure
 from depstat.analysis.recommend import (
     DEFAULT_MARGIN,
     PAPER_C,
@@ -27,9 +26,11 @@ from depstat.analysis.selfsim import (
     self_similarity,
 )
 from depstat.errors import DepstatError
-from depstat.estimate.plot import figure_html
 from depstat.estimate.profile import Profile
 from depstat.tokenize.granularity import bpe_vocab_size
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with depstat
+    from matplotlib.figure import Figure
 
 DEFAULT_TRAIN_LENGTH = 2048
 DEFAULT_HEAD_DIM = 128
@@ -77,6 +78,8 @@ class Analysis:
     def plot(self, profile: Profile | None = None) -> Figure:
         """The model granularity's kernel: its data above the floor, the fit, r_x, W and L_train (with
         ``profile``, every offset of it, those left out of the fit hollow)."""
+        from depstat.analysis.plot import kernel_figure
+
         if profile is not None:
             t = profile.table.filter(pl.col("granularity") == self.granularity).sort("offset")
             r, mi, se = t["offset"].to_numpy().astype(float), t["mi_bits"].to_numpy(), t["se"].to_numpy()
@@ -86,6 +89,8 @@ class Analysis:
         return kernel_figure(self.widths[self.granularity], self.recommendation.train_length, r, mi, se)
 
     def _repr_html_(self) -> str:
+        from depstat.estimate.plot import figure_html
+
         reasons = "".join(f"<li>{html.escape(r)}</li>" for r in self.self_similarity.reasons[:3])
         return (f"<p><code>{html.escape(repr(self))}</code></p>{self.width_table._repr_html_()}"
                 f"<ul>{reasons}</ul>{figure_html(self.plot())}")

@@ -19,11 +19,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import polars as pl
-from matplotlib.figure import Figure
 
 from depstat.count import kernels
 from depstat.count.counting import DENSE_MAX_VOCAB, PairCounter, pairs_from
@@ -31,7 +30,6 @@ from depstat.count.distributed import DaskCounter, Engine, engine
 from depstat.count.kernels import NOTE_BLOCKS
 from depstat.errors import DepstatError
 from depstat.estimate import estimators as est
-from depstat.estimate.plot import figure_html, profile_figure
 from depstat.files import atomic_write
 from depstat.io.corpus import Corpus, Document, ReadStats, open_corpus
 from depstat.io.sampling import (
@@ -57,6 +55,9 @@ from depstat.tokenize.granularity import (
     text_streams,
 )
 from depstat.tokenize.stream import TokenStream
+
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with depstat
+    from matplotlib.figure import Figure
 from depstat.version import __version__
 
 T = TypeVar("T")
@@ -137,10 +138,14 @@ class Profile:
 
     def plot(self) -> Figure:
         """Every granularity's I(r) with its interval, on log-log axes (a matplotlib Figure)."""
+        from depstat.estimate.plot import profile_figure
+
         return profile_figure(self.table, f"{self.corpus.get('spec', 'profile')}: {self.estimator}, "
                                           f"{self.confidence:.0%} intervals")
 
     def _repr_html_(self) -> str:
+        from depstat.estimate.plot import figure_html
+
         return f"<p><code>{html.escape(repr(self))}</code></p>{self.facts._repr_html_()}{figure_html(self.plot())}"
 
     @property
