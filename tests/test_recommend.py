@@ -3,6 +3,7 @@ against the frequencies transformers builds, and the command line that prints th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -218,3 +219,20 @@ def test_three_digits_up_never_undercuts_and_keeps_three_digits(base: float) -> 
     up = three_digits_up(base)
     assert base * (1 - 1e-9) <= up <= base * 1.01 + 1e-12
     assert float(f"{up:.3g}") == pytest.approx(up, rel=1e-12)
+
+
+def test_extended_frequencies_keep_the_fast_bands_and_divide_the_slow_ones() -> None:
+    """Without transformers (CI): PI divides every band by s; YaRN keeps the bands with more than beta_fast
+    turns within L_train, divides those with fewer than beta_slow by s, and moves monotonically between."""
+    rec = recommend(_width("composite", 3.0, 3.8), _similarity("self-similar", 3.8), 64, 2048, 8192)
+    ext, theta = rec.extension, frequencies(rec.rope_theta, 64)
+    got = extended_frequencies(rec.rope_theta, 64, ext, 2048)
+    turns = 2048 * theta / (2 * math.pi)
+    kept, slow = turns > ext.beta_fast, turns < ext.beta_slow
+    assert ext.method == "yarn" and kept.any() and slow.any()
+    np.testing.assert_allclose(got[kept], theta[kept], rtol=1e-12)
+    np.testing.assert_allclose(got[slow], theta[slow] / 4, rtol=1e-12)
+    ratio = got / theta
+    assert np.all(np.diff(ratio) <= 1e-12) and np.all((ratio >= 0.25 - 1e-12) & (ratio <= 1 + 1e-12))
+    pi = dataclasses.replace(ext, method="pi")
+    np.testing.assert_allclose(extended_frequencies(rec.rope_theta, 64, pi, 2048), theta / 4, rtol=1e-12)

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
 import depstat
@@ -87,9 +89,17 @@ def test_profile_and_analysis_show_themselves_in_a_notebook(analysed: Analysed) 
     for obj in (profile, analysis):
         page = obj._repr_html_()
         assert page.count("<img src=\"data:image/png;base64,") == 1 and "<table" in page
-    assert profile.plot().axes[0].get_legend_handles_labels()[1] == ["bytes", "bpe-512"]
-    alone, with_profile = analysis.plot(), analysis.plot(profile)
-    assert len(alone.axes[0].lines) > 0 and len(with_profile.axes[0].lines) >= len(alone.axes[0].lines)
+    ax = profile.plot().axes[0]
+    assert ax.get_legend_handles_labels()[1] == ["bytes", "bpe-512"]
+    t = profile.table.filter(pl.col("granularity") == "bytes").sort("offset")
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), np.maximum(t["mi_bits"].to_numpy(), 1e-4))  # the profile drawn
+    w, curve = analysis.widths[analysis.granularity], analysis.curves[analysis.granularity]
+    points = analysis.plot().axes[0].lines[0]  # the fitted offsets above the floor, from the analysis alone
+    above = curve.mi - w.floor
+    keep = (above > 0) & (curve.offsets <= w.r_max)
+    np.testing.assert_allclose(points.get_xdata(), curve.offsets[keep])
+    np.testing.assert_allclose(points.get_ydata(), above[keep])
+    assert len(analysis.plot(profile).axes[0].lines) >= len(analysis.plot().axes[0].lines)
 
 
 def test_the_report_of_a_saved_profile_holds_every_figure(analysed: Analysed, tmp_path: Path) -> None:
