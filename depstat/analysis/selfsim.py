@@ -11,7 +11,9 @@ beyond a crossover r_x, not at every scale. The verdict reads the model granular
   law (chi2/dof at most ``dependency.FITS_WELL``) whose exponent over its first cell (offsets r
   to ``CELL`` r) and beyond differ by at most ``MARGIN``, over at least ``MIN_SPAN`` of offsets.
   The onset is the crossover r_x (the first offset for a power law), or the first later offset
-  from which the check holds (a broken power law is self-similar beyond its break);
+  from which the check holds and no later start within ``MIN_SPAN`` of it refutes it (a change
+  beyond the margin, shown nonzero over that family of starts): a range self-similar from r is
+  so from every later r, and a broken power law is self-similar beyond its break;
 - ``not self-similar`` when the kernel has a length of its own (``local``, ``characteristic``,
   ``periodic``), which a dilation moves, or when the tail's exponent changes beyond the margin
   by its one-sided bound and keeps no exponent from any later onset;
@@ -19,9 +21,8 @@ beyond a crossover r_x, not at every scale. The verdict reads the model granular
   too few offsets measured, a change not told from the margin), with what would decide it.
 
 The tail exponents of the other granularities whose tokens give back their text are shown beside
-it, with their spread and its replicate interval: they are not required to agree, as a pair of
-single tokens at a coarser granularity is a different marginal of the same text
-(docs/analysis.md, "Exponents across granularities").
+it, with their spread and its replicate interval, not required to agree: a coarser token pair is
+another marginal of the same text (docs/analysis.md, "Exponents across granularities").
 """
 
 from __future__ import annotations
@@ -65,12 +66,19 @@ class DilationCheck:
     alpha_high: float
     change: float
     bounds: tuple[float, float]
+    se: float
     n_points: tuple[int, int]
     chi2_dof: float  # of a power law with a floor fitted to the tail from r_low
 
     def within(self, margin: float) -> bool:
         """The change is within the margin and the power law fits the tail."""
         return abs(self.change) <= margin and self.chi2_dof <= FITS_WELL
+
+    def refutes(self, margin: float, tests: int, confidence: float = 0.95) -> bool:
+        """The change lies beyond the margin and is shown to be nonzero, two-sided at ``confidence``
+        over a family of ``tests`` such checks (Bonferroni)."""
+        z = stats.norm.ppf(1 - (1 - confidence) / (2 * max(tests, 1)))
+        return abs(self.change) > margin and abs(self.change) > z * self.se
 
     def shown_beyond(self, margin: float) -> bool:
         """The change lies beyond the margin by its one-sided bound."""
@@ -150,8 +158,9 @@ def dilation_check(f: Fitted, onset: float, confidence: float = 0.95) -> Dilatio
         y = c.replicate(g)[at] - fs.get(f.model, model).local(r)
         refit = fit_decay(r, y, c.se[at], "power", [[math.log(max(power.B, 1e-12)), power.alpha, power.floor]])
         reps.append(change((y - (refit.floor if refit else power.floor))[keep])[2])
-    _, lo, hi = replicate_interval(d, np.array(reps), c.weights, 2 * confidence - 1)
-    return DilationCheck(float(rk[0]), float(rk[low][-1]), float(rk[-1]), a_low, a_high, d, (lo, hi), (int(low.sum()), int((~low).sum())),
+    se, lo, hi = replicate_interval(d, np.array(reps), c.weights, 2 * confidence - 1)
+    return DilationCheck(float(rk[0]), float(rk[low][-1]), float(rk[-1]), a_low, a_high, d, (lo, hi), se,
+                         (int(low.sum()), int((~low).sum())),
                          power.chi2 / power.dof)
 
 
@@ -251,21 +260,35 @@ def _self_similarity(fits: dict[str, Fitted], widths: dict[str, Width], model: s
         return verdict("inconclusive", f"{tail_text}, but it is measured above its error at fewer than {MIN_HALF} "
                                        f"offsets within {CELL:g}x of its start or beyond: profile more tokens (or "
                                        "longer documents) to check a dilation", **where)
-    check, start = first, onset
-    later = f.curve.offsets[(f.curve.offsets > onset) & (f.curve.offsets * MIN_SPAN <= first.r_high)]
-    for r in later:  # the first onset from which the tail keeps its shape over MIN_SPAN or more
-        if check is not None and check.within(margin) and check.r_high >= MIN_SPAN * check.r_low:
-            break
-        check, start = dilation_check(f, r, confidence), float(r)
+    later = [float(r) for r in f.curve.offsets if r > onset and r * MIN_SPAN <= first.r_high]
+    checks = {onset: first}
+
+    def check_at(r: float) -> DilationCheck | None:
+        if r not in checks:
+            checks[r] = dilation_check(f, r, confidence)
+        return checks[r]
+
+    def refuted(r: float) -> DilationCheck | None:
+        """Why an onset at r fails: its own check, or a later start within MIN_SPAN of it that refutes it
+        (a range self-similar from r is so from every later r); None when it holds."""
+        d = check_at(r)
+        if d is None or not d.within(margin) or d.r_high < MIN_SPAN * d.r_low:
+            return d or first
+        family = [q for q in later if r < q < MIN_SPAN * r]
+        return next((check_at(q) for q in family if check_at(q) is not None
+                     and check_at(q).refutes(margin, len(family), confidence)), None)
+
+    start = next((r for r in [onset, *later] if refuted(r) is None), None)
 
     def change_text(d: DilationCheck) -> str:
         return (f"its exponent is {d.alpha_low:.2f} over r = {d.r_low:.0f}-{d.r_split:.0f} and "
                 f"{d.alpha_high:.2f} beyond, up to {d.r_high:.0f}, a change of {d.change:+.2f} [{d.bounds[0]:+.2f}, "
                 f"{d.bounds[1]:+.2f}]; a power law with a floor fits there with chi2/dof {d.chi2_dof:.2f}")
 
-    if check is not None and check.within(margin) and check.r_high >= MIN_SPAN * check.r_low:
-        moved = (f"; from r = {onset:.1f} {change_text(first)}, so the onset moves to the first offset from which "
-                 "the tail keeps one exponent" if start > onset else "")
+    if start is not None:
+        check, why = checks[start], refuted(onset)
+        moved = (f"; from r = {why.r_low:.1f} {change_text(why)}, so the onset moves to the first offset from which "
+                 "the tail keeps one exponent at every later start" if start > onset else "")
         where.update(onset_tokens=start, onset_bytes=start * unit if w.bytes_per_token else None,
                      onset_interval=onset_ci if start == onset else (start, start), dilation=check)
         return verdict("self-similar", f"{tail_text}{moved}; from r = {start:.1f} {change_text(check)}: within the "
@@ -276,10 +299,15 @@ def _self_similarity(fits: dict[str, Fitted], widths: dict[str, Width], model: s
         return verdict("not self-similar", f"{tail_text}; {change_text(first)}: beyond the margin {margin:g} by its "
                                            "error, and from no later offset within it, so a dilation changes the "
                                            "shape", **where)
-    short = first.within(margin)  # within the margin, but over less than MIN_SPAN of offsets
-    why = (f"within the margin {margin:g}, but measured over less than {MIN_SPAN:g}x of offsets" if short else
-           f"not within the margin {margin:g} nor beyond it by its error, from this or any later offset that "
-           f"leaves {MIN_SPAN:g}x of offsets")
+    if first.within(margin) and first.r_high < MIN_SPAN * first.r_low:
+        why = f"within the margin {margin:g}, but measured over less than {MIN_SPAN:g}x of offsets"
+    elif first.within(margin):
+        later_change = refuted(onset)
+        why = (f"within the margin {margin:g}, but from r = {later_change.r_low:.1f} {change_text(later_change)}, "
+               f"beyond it, and from no later offset does the tail keep one exponent")
+    else:
+        why = (f"not within the margin {margin:g} nor beyond it by its error, from this or any later offset that "
+               f"leaves {MIN_SPAN:g}x of offsets")
     return verdict("inconclusive", f"{tail_text}; {change_text(first)}: {why}; profile more tokens (or longer "
                                    "documents) to decide", **where)
 
