@@ -256,8 +256,10 @@ pl.DataFrame([{"corpus": c, **{k: v for k, v in vars(ss.dilation).items() if k n
 # The onset is where the tail takes over: the composite's crossover r_x, or the first offset
 # for a power law. If the check fails from there, a later onset is tried, the first offset
 # from which the tail keeps one exponent over `MIN_SPAN` (a broken power law is self-similar
-# beyond its break). The rule on the point profile and its replicates, restated from the
-# kernel, `Fitted.evidence` and `dilation_check`:
+# beyond its break). A range self-similar from r is so from every later r, so an onset also
+# needs that no later start within `MIN_SPAN` of it refutes it (`DilationCheck.refutes`: a
+# change beyond the margin, shown nonzero over that family of starts). The rule on the point
+# profile and its replicates, restated from the kernel, `Fitted.evidence` and `dilation_check`:
 
 # %%
 def point_rule(f, w, margin: float = MARGIN) -> tuple[str, float | None]:
@@ -271,10 +273,14 @@ def point_rule(f, w, margin: float = MARGIN) -> tuple[str, float | None]:
     first = dilation_check(f, w.crossover)
     if first is None:
         return "inconclusive", w.crossover  # too few offsets above their error
-    later = f.curve.offsets[(f.curve.offsets > w.crossover) & (f.curve.offsets * MIN_SPAN <= first.r_high)]
+    later = [float(r) for r in f.curve.offsets if r > w.crossover and r * MIN_SPAN <= first.r_high]
     for start in (w.crossover, *later):
         check = dilation_check(f, start)
-        if check is not None and check.within(margin) and check.r_high >= MIN_SPAN * check.r_low:
+        if check is None or not check.within(margin) or check.r_high < MIN_SPAN * check.r_low:
+            continue
+        family = [q for q in later if start < q < MIN_SPAN * start]
+        refuting = [q for q in family if (d := dilation_check(f, q)) is not None and d.refutes(margin, len(family))]
+        if not refuting:
             return "self-similar", float(start)
     return ("not self-similar" if first.shown_beyond(margin) else "inconclusive"), w.crossover
 
