@@ -57,7 +57,7 @@ OWN_LENGTH = ("local", "characteristic", "periodic")
 class DilationCheck:
     """The data's tail (I minus the floor and the local part) over ``r_low``-``r_high`` tokens:
     its exponent over its first cell (r_low to CELL r_low) and beyond, their change (first minus
-    beyond) and the change's one-sided bounds."""
+    beyond), the change's one-sided bounds and its standard error."""
 
     r_low: float
     r_split: float  # the first cell's last offset
