@@ -275,8 +275,8 @@ def _self_similarity(fits: dict[str, Fitted], widths: dict[str, Width], model: s
         if d is None or not d.within(margin) or d.r_high < MIN_SPAN * d.r_low:
             return d or first
         family = [q for q in later if r < q < MIN_SPAN * r]
-        return next((check_at(q) for q in family if check_at(q) is not None
-                     and check_at(q).refutes(margin, len(family), confidence)), None)
+        return next((d for q in family if (d := check_at(q)) is not None and d.refutes(margin, len(family), confidence)),
+                    None)
 
     start = next((r for r in [onset, *later] if refuted(r) is None), None)
 
