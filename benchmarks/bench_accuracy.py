@@ -27,7 +27,7 @@ from benchlib import format_table, machine_line, signed
 
 from depstat.estimate import estimators as est
 from depstat.estimate.profile import log_offsets, mi_profile
-from depstat.io.synth import MarkovChain, reference_chain, topic_chain
+from depstat.synth import MarkovChain, reference_chain, topic_chain
 from depstat.tokenize.stream import TokenStream
 
 SIZES = (250_000, 500_000, 1_000_000, 2_000_000)

@@ -50,7 +50,7 @@ from depstat.analysis.known import noisy_curve
 from depstat.analysis.result import Settings, analyze, granularity_curve
 from depstat.analysis.selfsim import self_similarity
 from depstat.estimate.profile import log_offsets, mi_profile
-from depstat.io.synth import (
+from depstat.synth import (
     TEXT_ALPHABET,
     arithmetic_jsonl,
     arithmetic_problems,

@@ -66,7 +66,7 @@ from benchlib import format_table, machine_line
 from depstat.estimate import estimators as est
 from depstat.estimate.profile import log_offsets, mi_profile, profile
 from depstat.count import counting
-from depstat.io.synth import arithmetic_problems, reference_chain, topic_chain, two_kinds, two_kinds_exact_mi
+from depstat.synth import arithmetic_problems, reference_chain, topic_chain, two_kinds, two_kinds_exact_mi
 from depstat.tokenize.stream import TokenStream
 
 DESIGNS = {

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench_end_to_end import gcide_docs
 
-from depstat.io.synth import write_jsonl
+from depstat.synth import write_jsonl
 
 FORTUNES = Path("/usr/share/games/fortunes")
 HANDBOOK = Path("/usr/share/doc/debian-handbook/html")

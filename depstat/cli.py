@@ -487,7 +487,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_synth(args: argparse.Namespace) -> int:
     """depstat synth: write a synthetic corpus."""
-    from depstat.io import synth
+    from depstat import synth
 
     if args.docs < 1 or args.doc_len < 2:
         raise DepstatError("--docs must be at least 1 and --doc-len at least 2")

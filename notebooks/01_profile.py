@@ -39,7 +39,7 @@ import numpy as np
 import polars as pl
 
 import depstat
-from depstat.io import synth
+from depstat import synth
 from depstat.analysis.dependency import curve, fitted, kernel_width
 from depstat.analysis.known import exact_curve
 

@@ -51,7 +51,7 @@ import numpy as np
 import polars as pl
 
 import depstat
-from depstat.io import synth
+from depstat import synth
 from depstat.analysis.dependency import fitted, kernel_width
 from depstat.analysis.result import granularity_curve
 from depstat.analysis.recommend import (

@@ -26,7 +26,7 @@ from depstat.analysis.dependency import (
 from depstat.analysis.known import exact_curve, noisy_curve
 from depstat.analysis.result import analyze
 from depstat.estimate.profile import log_offsets, mi_profile
-from depstat.io.synth import (
+from depstat.synth import (
     block_exact_mi,
     block_sequences,
     markov_text,

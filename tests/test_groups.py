@@ -15,7 +15,7 @@ from depstat.analysis.result import Settings
 from depstat.cli import main
 from depstat.errors import DepstatError
 from depstat.io.corpus import open_corpus
-from depstat.io.synth import arithmetic_problems, markov_text
+from depstat.synth import arithmetic_problems, markov_text
 
 
 def _write(path: Path, rows: list[dict]) -> Path:
@@ -152,7 +152,7 @@ def test_clusters_of_known_kind_in_climbmix_shape_get_their_verdicts(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from depstat.io.synth import tree_text
+    from depstat.synth import tree_text
     from depstat.tokenize.granularity import train_bpe
 
     texts = {"tree": tree_text(600, seed=1), "arithmetic": arithmetic_problems(80, seed=1)}

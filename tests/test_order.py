@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 import depstat
 from depstat.cli import main
+from depstat.count.order import counting_layout, spread_duplicates
 from depstat.estimate.profile import Profile, log_offsets, mi_profile
 from depstat.io.corpus import open_corpus
-from depstat.io.sampling import counting_layout, select, spread_duplicates
-from depstat.io.synth import MarkovChain, arithmetic_problems, reference_chain, topic_chain
+from depstat.io.sampling import select
+from depstat.synth import MarkovChain, arithmetic_problems, reference_chain, topic_chain
 from depstat.tokenize.stream import TokenStream, file_backed, is_file_backed
 
 

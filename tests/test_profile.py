@@ -19,7 +19,7 @@ from depstat.cli import main
 from depstat.count.counting import PairCounter
 from depstat.estimate.profile import Profile, log_offsets, mi_profile
 from depstat.io.corpus import Document
-from depstat.io.synth import MarkovChain, stationary
+from depstat.synth import MarkovChain, stationary
 from depstat.report.console import render
 from depstat.tokenize.granularity import encode_stream, ids_stream, training_texts
 from depstat.tokenize.stream import TokenStream

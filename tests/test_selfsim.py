@@ -24,7 +24,7 @@ from depstat.analysis.selfsim import (
 )
 from depstat.errors import DepstatError
 from depstat.estimate.profile import log_offsets
-from depstat.io.synth import arithmetic_jsonl, markov_text, tree_text, write_jsonl
+from depstat.synth import arithmetic_jsonl, markov_text, tree_text, write_jsonl
 
 OFFSETS = log_offsets(2048).astype(float)
 SHAPES = {
@@ -212,7 +212,7 @@ def test_dilation_test_tells_a_dilated_kernel_from_a_fixed_one() -> None:
 def test_compare_lengths_on_window_streams_of_known_kind(tmp_path: Path) -> None:
     """The window task at B and at 4B (a dilation) or at B again (fixed): PI for the first, YaRN for the second."""
     from depstat.analysis.result import compare_lengths
-    from depstat.io.synth import window_stream
+    from depstat.synth import window_stream
 
     def analysis(block: int, seed: int):
         tokens = window_stream(np.random.default_rng(seed), 60, 512, block)

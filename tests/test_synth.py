@@ -12,7 +12,7 @@ import pytest
 
 from depstat.errors import DepstatError
 from depstat.estimate.profile import mi_profile
-from depstat.io.synth import (
+from depstat.synth import (
     MODULUS,
     TEXT_ALPHABET,
     TREE_ALPHABET,

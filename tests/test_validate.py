@@ -163,7 +163,7 @@ def test_task_width_is_proportional_to_the_block_length():
 
 
 def test_window_targets_are_the_majority_of_the_last_block():
-    from depstat.io.synth import window_task
+    from depstat.synth import window_task
 
     x, y = window_task(np.random.default_rng(0), 50, 40, 5)
     for i in range(50):

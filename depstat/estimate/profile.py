@@ -28,6 +28,7 @@ from depstat.count import kernels
 from depstat.count.counting import DENSE_MAX_VOCAB, PairCounter, pairs_from
 from depstat.count.distributed import DaskCounter, Engine, engine
 from depstat.count.kernels import NOTE_BLOCKS
+from depstat.count.order import counting_layout, stream_keys
 from depstat.errors import DepstatError
 from depstat.estimate import estimators as est
 from depstat.files import atomic_write
@@ -38,11 +39,9 @@ from depstat.io.sampling import (
     STREAM_BUFFER,
     Selection,
     check_seed,
-    counting_layout,
     describe,
     first_documents,
     select,
-    stream_keys,
 )
 from depstat.progress import announce_compilation, bar
 from depstat.tokenize.cache import TokenCache
@@ -303,7 +302,7 @@ def mi_profile(
 
     With ``order="shuffled"`` the documents are counted in the order of a seeded hash of
     their content, or in ``layout``'s order with its jackknife groups
-    (``sampling.counting_layout``), so the profile depends on the set of documents, not on
+    (``count.order.counting_layout``), so the profile depends on the set of documents, not on
     their order; ``"reading"`` counts them as they come. ``null_draws`` rotation nulls (or
     i.i.d. nulls) are averaged, their spread carried into the interval. ``population="fixed"``
     keeps only the documents longer than the largest offset, so every offset rests on the same

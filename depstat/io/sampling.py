@@ -5,7 +5,7 @@ cluster). Every document gets a key, a seeded 64-bit hash of its content
 (``document_key``). The random sample of ``--max-docs`` / ``--max-tokens`` is the documents
 of smallest key (a bottom-k sample: uniform without replacement, and the same whatever the
 reading order), kept in bounded memory as the corpus streams past (``select``). The
-documents are then counted in key order (``TokenStream.reordered``), so the rotation null
+documents are then counted in key order (``depstat.count.order``), so the rotation null
 pairs a document with a random other one and jackknife groups are random sets of
 documents. The old rule, the first documents in reading order, stays available as
 ``"first"``.
@@ -23,7 +23,6 @@ import numpy as np
 
 from depstat.errors import DepstatError
 from depstat.io.corpus import Corpus, Document, ReadStats
-from depstat.tokenize.stream import TokenStream
 
 SAMPLE_RULES = ("random", "first")
 DEFAULT_SAMPLE = "random"
@@ -167,49 +166,3 @@ def describe(selection: Selection, kind: str) -> dict:
         "rule": text, "sample": selection.rule, "seed": selection.seed,
         "max_docs": max_docs, "max_tokens": max_tokens, "token_unit": unit,
     }
-
-
-def stream_keys(stream: TokenStream, seed: int) -> np.ndarray:
-    """A key per document of a stream from its tokens (for streams profiled without a corpus)."""
-    starts = np.cumsum(stream.doc_lengths) - stream.doc_lengths
-    tok = stream.tokens
-    spans = zip(starts.tolist(), stream.doc_lengths.tolist())
-    return _u64([content_key(tok[a : a + n].tobytes(), seed) for a, n in spans])
-
-
-def spread_duplicates(keys: np.ndarray) -> np.ndarray:
-    """The keys with every repeat of a key after its first replaced by a hash of (key, repeat).
-
-    Equal keys are copies of one document, which would be counted side by side: a run of
-    copies pairs with one run of other documents in the rotation null, whose table then
-    holds the same pair many times and over-corrects (up to bits on a corpus of short,
-    repeated documents). Spread, the copies are placed as independently as different
-    documents. Copies are interchangeable, so the result still depends on the set of
-    documents only; keys that occur once are unchanged."""
-    keys = np.asarray(keys, dtype=np.uint64)
-    order = np.argsort(keys, kind="stable")
-    ranked = keys[order]
-    place = np.arange(len(keys))
-    first = np.concatenate(([True], ranked[1:] != ranked[:-1])) if len(keys) else np.zeros(0, dtype=bool)
-    repeat = (place - np.maximum.accumulate(np.where(first, place, 0))).astype(np.uint64)
-    with np.errstate(over="ignore"):  # splitmix64 of key + repeat x golden ratio: wraps by design
-        h = ranked + repeat * np.uint64(0x9E3779B97F4A7C15)
-        h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        h ^= h >> np.uint64(31)
-    out = keys.copy()
-    out[order] = np.where(repeat > 0, h, ranked)
-    return out
-
-
-def counting_layout(keys: np.ndarray, sizes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray | None]:
-    """The order of counting (by key, copies of a document spread: ``spread_duplicates``) and each
-    document's jackknife group in that order: runs of about equal ``sizes``, the same documents
-    at every granularity. No groups (None) under two documents a group: the counter then cuts
-    the stream into equal runs of tokens."""
-    order = np.argsort(spread_duplicates(keys), kind="stable")
-    if len(order) < 2 * n_groups:
-        return order, None
-    ends = np.cumsum(sizes[order])
-    groups = np.minimum(n_groups * (ends - sizes[order]) // max(int(ends[-1]), 1), n_groups - 1)
-    return order, groups.astype(np.int64)

@@ -1,7 +1,7 @@
 """Experiment 2, base-sweep: is depstat's recommended RoPE base as good as the best, and is one too low worse?
 
 The task is one where the base matters: the frequency-law window task
-(``depstat.io.synth.window_task``) with a window of B = 16 in a context of L_train = 128, so the
+(``depstat.synth.window_task``) with a window of B = 16 in a context of L_train = 128, so the
 model must tell the last B positions from the other 7 B; a base whose slowest band turns
 faster than the window cannot. depstat profiles the task's token stream and analyses it for
 the model (head dimension 32, L_train); its ``rope_theta`` is trained at the same compute as

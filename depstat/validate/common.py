@@ -201,7 +201,7 @@ def fit_frequency_law(W: np.ndarray, theta: np.ndarray, confidence: float = 0.95
     }
 
 
-# The window task (depstat.io.synth.window_task) and the one-layer model that frequency-law, pi and base-sweep train.
+# The window task (depstat.synth.window_task) and the one-layer model that frequency-law, pi and base-sweep train.
 WINDOW_VOCAB, WINDOW_SIGNAL = 8, 0.5
 WINDOW_MODEL = {"n_layer": 1, "n_head": 1, "d_model": 32, "mlp": False}
 
@@ -210,7 +210,7 @@ def window_tensors(rng: np.random.Generator, n: int, length: int, block: int, de
     """``n`` window-task sequences (inputs, targets; -100 without a whole window) as tensors on ``device``."""
     import torch
 
-    from depstat.io.synth import window_task
+    from depstat.synth import window_task
 
     x, y = window_task(rng, n, length, block, WINDOW_VOCAB, WINDOW_SIGNAL)
     return torch.from_numpy(x).to(device), torch.from_numpy(y).to(device)
@@ -237,7 +237,7 @@ def window_metrics(model: GPT, x, y, scaling=None) -> dict:
 
 def window_corpus(path: Path, block: int, seed: int, n_docs: int = 200, length: int = 1024) -> Path:
     """The window task's token stream as a jsonl of ids (``n_docs`` documents of ``length``), for depstat to profile."""
-    from depstat.io.synth import window_stream
+    from depstat.synth import window_stream
 
     tokens = window_stream(np.random.default_rng(seed), n_docs, length, block, WINDOW_VOCAB, WINDOW_SIGNAL)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Experiment 1, frequency-law: does the learned frequency follow theta_eff = c / W (paper A)?
 
-The task (``depstat.io.synth.window_task``): a stream of noisy latent blocks of length B (8
+The task (``depstat.synth.window_task``): a stream of noisy latent blocks of length B (8
 symbols; a token is its block's symbol with probability 0.5, else uniform), and at every
 position the target is the most frequent token of the last B, counted only where a whole
 window exists. A model can only solve it by attending over a field of width B, so the
@@ -26,7 +26,7 @@ import numpy as np
 from depstat.analysis.dependency import curve, fitted, kernel_width
 from depstat.analysis.recommend import PAPER_C
 from depstat.estimate.profile import log_offsets, mi_profile
-from depstat.io.synth import window_stream, window_task
+from depstat.synth import window_stream, window_task
 from depstat.tokenize.stream import TokenStream
 from depstat.validate.common import (
     WINDOW_MODEL,

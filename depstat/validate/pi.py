@@ -5,7 +5,7 @@ no scaling, PI and YaRN, zero-shot and after fine-tuning at 4 L_train for each b
 (checkpoints of one constant-rate run); YaRN with the betas depstat advises
 (``depstat.analysis.recommend.yarn_betas``) and with the YaRN paper's defaults (``yarn-default``):
 
-- ``window, dilated`` and ``window, fixed`` (``depstat.io.synth.window_task``: the target is the
+- ``window, dilated`` and ``window, fixed`` (``depstat.synth.window_task``: the target is the
   majority of the last B tokens; B = 16 at L = 64): at 4L the window is dilated to 4B (PI's
   premise) or stays at B (PI must fail: it squeezes the learned window into a quarter).
 - ``natural text`` (the bundled Python docs) and ``arithmetic``, bytes, reaching past L_train = 128.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from depstat.io.synth import (
+from depstat.synth import (
     arithmetic_jsonl,
     arithmetic_problems,
     tree_text,
