@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import replace
 
 import numba as nb
@@ -113,13 +114,13 @@ def test_partitions_cover_the_tokens_in_order(counts: list[int], part_tokens: in
 
 def test_grassberger_table_and_asymptotic_series_match_scipy() -> None:
     n = np.array([1, 2, 3, 7, 100, 65535, 65536, 65537, 10**6, 10**6 + 1, 2**40 + 3])
-    got = np.array([kernels._cell_sums(int(k), kernels.SUM_TABLES) for k in n])  # (n ln n, n G(n))
+    got = np.array([kernels.common._cell_sums(int(k), kernels.SUM_TABLES) for k in n])  # (n ln n, n G(n))
     npt.assert_allclose(got[:, 1], n * naive.grassberger_g(n), rtol=1e-13)
     npt.assert_allclose(got[:, 0], n * np.log(n.astype(float)), rtol=1e-13)
     # Grassberger (2003): G(1) = -gamma - ln 2 and G(2) = G(1) + 2.
     g1 = digamma(1) - np.log(2)
-    assert abs(kernels._cell_sums(1, kernels.SUM_TABLES)[1] - g1) < 1e-14
-    assert abs(kernels._cell_sums(2, kernels.SUM_TABLES)[1] / 2 - (g1 + 2)) < 1e-14
+    assert abs(kernels.common._cell_sums(1, kernels.SUM_TABLES)[1] - g1) < 1e-14
+    assert abs(kernels.common._cell_sums(2, kernels.SUM_TABLES)[1] / 2 - (g1 + 2)) < 1e-14
 
 
 def test_results_do_not_depend_on_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -219,7 +220,7 @@ def assert_dealt_once_each_and_balanced(deal: np.ndarray, sizes: list[int]) -> l
 @settings(deadline=None)  # the first example compiles
 @given(st.lists(st.integers(1, 1000), min_size=1, max_size=30), st.integers(1, 8))
 def test_blocks_are_dealt_once_each_and_balanced(sizes: list[int], n_workers: int) -> None:
-    assert_dealt_once_each_and_balanced(kernels._deal_blocks(np.cumsum([0, *sizes]), n_workers), sizes)
+    assert_dealt_once_each_and_balanced(kernels.common._deal_blocks(np.cumsum([0, *sizes]), n_workers), sizes)
 
 
 @settings(deadline=None)
@@ -229,11 +230,11 @@ def test_partitions_are_dealt_to_fixed_chunks_then_to_workers(sizes: list[int], 
     chunk order), each chunk to one worker, both balanced by pairs."""
     region = np.cumsum([0, *sizes[:-1]])[:, None]
     fill_end = region + np.asarray(sizes)[:, None]
-    chunks, workers = kernels._deal_partitions(region, fill_end, n_workers)
+    chunks, workers = kernels.common._deal_partitions(region, fill_end, n_workers)
     assert chunks.shape[0] == kernels.N_CHUNKS
     loads = assert_dealt_once_each_and_balanced(chunks, sizes)
     assert_dealt_once_each_and_balanced(workers, loads)
-    npt.assert_array_equal(chunks, kernels._deal_partitions(region, fill_end, 1)[0])
+    npt.assert_array_equal(chunks, kernels.common._deal_partitions(region, fill_end, 1)[0])
 
 
 @settings(max_examples=80, deadline=None)
@@ -393,14 +394,17 @@ def test_grouped_counting_compiles_no_kernel_of_its_own() -> None:
     group's slice of a 2-D buffer is not contiguous, which would compile another signature)."""
     rng = np.random.default_rng(3)
     stream = TokenStream("z", np.minimum(rng.zipf(1.3, 20_000), 600) - 1, [5000] * 4, 600)
-    names = ("_emit_worker", "_partition_worker", "_sweep_worker", "_rows_worker", "drop_positions", "drop_sums",
-             "relabel", "partner_runs", "move_partners")
+    names = ("emit._emit_worker", "partition._partition_worker", "sweep._sweep_worker", "marginals._rows_worker",
+             "drop_positions", "drop_sums", "relabel", "partner_runs", "move_partners")
     PairCounter(stream, part_tokens=500).sums_at([1, 2, 3, 5, 9], ("real", "rotate"))
-    before = {name: len(getattr(kernels, name).signatures) for name in names}
+    def compiled() -> dict[str, int]:
+        return {name: len(operator.attrgetter(name)(kernels).signatures) for name in names}
+
+    before = compiled()
     grouped = PairCounter(stream, part_tokens=500, pair_memory=20_000)
     assert len(grouped.groups(9)) > 1
     grouped.sums_at([1, 2, 3, 5, 9], ("real", "rotate"))
-    assert {name: len(getattr(kernels, name).signatures) for name in names} == before
+    assert compiled() == before
 
 
 def test_pair_memory_must_be_positive() -> None:
@@ -452,10 +456,10 @@ def test_a_cell_past_note_pairs_in_one_block_is_counted_block_by_block() -> None
     cell = np.zeros(3, dtype=np.int64)  # two partner tokens and the sentinel's cell
     hit, touched = np.empty(3, dtype=np.uint16), np.empty(3, dtype=np.uint16)
     jk = np.zeros((n_blocks, kernels.N_SUMS))
-    assert not kernels._pair_by_pair(src.size, n_blocks)
-    assert kernels._pair_by_pair(kernels.NOTE_PAIRS - 1, n_blocks)
-    n_t = kernels._count_cells(src, 0, src.size, cell, touched, 0)
-    kernels._block_runs(src, blk, 0, src.size, cell, hit, kernels.SUM_TABLES, jk)
+    assert not kernels.partition._pair_by_pair(src.size, n_blocks)
+    assert kernels.partition._pair_by_pair(kernels.NOTE_PAIRS - 1, n_blocks)
+    n_t = kernels.partition._count_cells(src, 0, src.size, cell, touched, 0)
+    kernels.partition._block_runs(src, blk, 0, src.size, cell, hit, kernels.SUM_TABLES, jk)
     assert n_t == 2 and (cell[:2] & kernels.CELL_TOTAL).tolist() == [big, small]
     both = naive.sums_of(np.array([big, small]))
     want = np.zeros_like(jk)
@@ -523,7 +527,7 @@ def test_null_partners_match_naive_across_jitter_runs(partner: str) -> None:
 def _fill_with_hints(out: np.ndarray, ahead: int) -> None:
     for i in range(out.shape[0]):
         out[i] = i
-        kernels._prefetch_write(out, i + ahead)
+        kernels.common._prefetch_write(out, i + ahead)
 
 
 @pytest.mark.parametrize("ahead", [kernels.PREFETCH_AHEAD, 1 << 40, -(1 << 40)])

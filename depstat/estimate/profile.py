@@ -565,7 +565,7 @@ def _partitioned_kernels_cached() -> bool:
     """Whether Numba's on-disk cache holds the null sweep's kernel (read from Numba's cache object; where
     that is not found, taken as cached: nothing is started)."""
     try:
-        return Path(kernels._sweep_worker._cache._cache_file._index_path).is_file()
+        return Path(kernels.sweep._sweep_worker._cache._cache_file._index_path).is_file()
     except AttributeError:
         return True
 

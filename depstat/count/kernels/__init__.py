@@ -1,0 +1,85 @@
+"""Numba counting kernels: the sums over count tables that every MI estimator needs,
+one module a job (``common``, ``emit``, ``partition``, ``marginals``, ``sweep``, ``dense``, ``pieces``).
+
+For an offset ``r`` the pairs of the concatenated tokens ``tok`` are ``(tok[p], partner(p))``
+for every position ``p`` whose document has ``r`` tokens after it. Small vocabularies are counted
+into whole V x V tables per jackknife block (``dense_counts``, ``dense_table_sums``); larger ones
+write the pairs, in position order, into partitions of first tokens (``emit_pairs``) and count
+each token's partners in a dense array of length V (``partition_sums``): memory O(N + V). The
+Dask engine emits a shard's tables instead (``emit_block``, ``partition_tables``).
+
+For each table the kernels return three sums, from which all estimators are built:
+``sum n ln n`` (plug-in), ``sum n G(n)`` (Grassberger 2003) and the number of occupied
+cells (Miller-Madow). Alongside, for each jackknife block ``g`` they return how much each
+sum changes when the pairs whose first position lies in ``g`` are deleted, so a
+delete-one-block jackknife costs one more pass instead of G re-counts.
+
+Partners: ``MODE_REAL`` is ``tok[p + r]``; ``MODE_ROTATE`` is
+``tok[(p + shift + jitter) % N]``, a partner from far away in the corpus that keeps the
+partner stream's own autocorrelation (the null used for bias correction). It is the same
+at every offset, so an offset's null table is the previous offset's less the pairs that offset
+drops at document ends: ``null_sweep_sums`` counts it once and follows those deletions. The
+jitter (a random 0..4095 redrawn every 4096 positions) keeps documents of equal length from
+lining up with their partners, which would give the null real information; ``MODE_IID`` draws
+the partner by a hash of ``(p, seed)``, an i.i.d. null kept for comparison.
+"""
+
+from depstat.count.kernels.common import (
+    DENSE_RANGE_CELLS,
+    MODE_IID,
+    MODE_PAIRS,
+    MODE_REAL,
+    MODE_ROTATE,
+    N_CHUNKS,
+    N_SUMS,
+    NO_LAYOUT,
+    PREFETCH_AHEAD,
+    SHARD_PART,
+    SUM_TABLES,
+    TABLE_SIZE,
+    relabel,
+    token_counts,
+)
+from depstat.count.kernels.dense import (
+    count_deltas,
+    count_sums,
+    dense_counts,
+    dense_table_sums,
+)
+from depstat.count.kernels.emit import (
+    XLOC_BITS,
+    XLOC_MASK,
+    Emitted,
+    Slots,
+    Source,
+    emit_block,
+    emit_pairs,
+    partition_layout,
+    partition_tokens,
+)
+from depstat.count.kernels.marginals import move_partners, partner_runs, row_sums
+from depstat.count.kernels.partition import (
+    CELL_TOTAL,
+    LISTED_PAIRS,
+    NOTE_BLOCKS,
+    NOTE_PAIRS,
+    partition_sums,
+)
+from depstat.count.kernels.pieces import (
+    dense_range_tables,
+    merge_pieces,
+    partition_tables,
+    piece_sums,
+    swept_piece_sums,
+)
+from depstat.count.kernels.sweep import drop_positions, drop_sums, null_sweep_sums
+
+__all__ = [
+    "CELL_TOTAL", "DENSE_RANGE_CELLS", "Emitted", "LISTED_PAIRS", "MODE_IID", "MODE_PAIRS", "MODE_REAL",
+    "MODE_ROTATE", "NOTE_BLOCKS", "NOTE_PAIRS", "NO_LAYOUT", "N_CHUNKS", "N_SUMS", "PREFETCH_AHEAD", "SHARD_PART",
+    "SUM_TABLES", "Slots", "Source", "TABLE_SIZE", "XLOC_BITS", "XLOC_MASK", "count_deltas", "count_sums",
+    "dense_counts", "dense_range_tables", "dense_table_sums", "drop_positions", "drop_sums", "emit_block",
+    "emit_pairs", "merge_pieces", "move_partners", "null_sweep_sums", "partition_layout", "partition_sums",
+    "partition_tables", "partition_tokens", "partner_runs", "piece_sums", "relabel", "row_sums",
+    "swept_piece_sums", "token_counts",
+]
