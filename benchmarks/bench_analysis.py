@@ -278,7 +278,7 @@ def clusters(quick: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from depstat.analysis.groups import profile_groups
+    from depstat.groups import profile_groups
     from depstat.io.corpus import open_corpus
     from depstat.tokenize.granularity import train_bpe
 

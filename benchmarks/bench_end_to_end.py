@@ -59,9 +59,10 @@ from pathlib import Path
 import numpy as np
 from benchlib import format_table, machine_line
 
-from depstat.estimate.profile import mi_profile, profile
+from depstat.estimate.profile import mi_profile
 from depstat.io.corpus import open_corpus
 from depstat.io.sampling import select
+from depstat.pipeline import profile
 from depstat.tokenize.cache import TokenCache, split_shards
 from depstat.tokenize.granularity import (
     DEFAULT_LADDER,

@@ -60,13 +60,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-from corpora import bible, fortunes
 from benchlib import format_table, machine_line
+from corpora import bible, fortunes
 
-from depstat.estimate import estimators as est
-from depstat.estimate.profile import log_offsets, mi_profile, profile
 from depstat.count import counting
-from depstat.synth import arithmetic_problems, reference_chain, topic_chain, two_kinds, two_kinds_exact_mi
+from depstat.estimate import estimators as est
+from depstat.estimate.profile import log_offsets, mi_profile
+from depstat.pipeline import profile
+from depstat.synth import (
+    arithmetic_problems,
+    reference_chain,
+    topic_chain,
+    two_kinds,
+    two_kinds_exact_mi,
+)
 from depstat.tokenize.stream import TokenStream
 
 DESIGNS = {

@@ -9,8 +9,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from depstat.analysis.result import Analysis, Settings, analyze, compare_lengths  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
 from depstat.estimate.estimators import DEFAULT_ESTIMATOR, ESTIMATORS  # noqa: E402
-from depstat.estimate.profile import Profile, log_offsets, mi_profile, profile  # noqa: E402
+from depstat.estimate.profile import Profile, log_offsets, mi_profile  # noqa: E402
 from depstat.io.corpus import Corpus, Document, open_corpus  # noqa: E402
+from depstat.pipeline import profile  # noqa: E402
 from depstat.tokenize.stream import TokenStream  # noqa: E402
 from depstat.version import __version__  # noqa: E402
 

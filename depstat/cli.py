@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 
-from depstat.analysis.groups import Groups, profile_groups
 from depstat.analysis.recommend import DEFAULT_MARGIN, PAPER_C
 from depstat.analysis.result import (
     DEFAULT_HEAD_DIM,
@@ -34,10 +33,11 @@ from depstat.estimate.profile import (
     POPULATIONS,
     Profile,
     log_offsets,
-    profile,
 )
+from depstat.groups import Groups, profile_groups
 from depstat.io.corpus import open_corpus
 from depstat.io.sampling import DEFAULT_SAMPLE, SAMPLE_RULES
+from depstat.pipeline import profile
 from depstat.progress import announce_compilation
 from depstat.report.console import (
     render,
@@ -126,7 +126,13 @@ def corpus_options() -> argparse.ArgumentParser:
     c = t.add_mutually_exclusive_group()
     c.add_argument("--cache-dir", default=None, metavar="DIR", help="cache of trained vocabularies and tokenized shards (default: $DEPSTAT_CACHE, else ~/.cache/depstat)")
     c.add_argument("--no-cache", action="store_true", help="tokenize from scratch and write no cache")
-    e = p.add_argument_group("estimation")
+    _estimation_options(p)
+    return p
+
+
+def _estimation_options(parser: argparse.ArgumentParser) -> None:
+    """The options of counting and estimation, local or on Dask, added to ``parser``."""
+    e = parser.add_argument_group("estimation")
     e.add_argument("--max-offset", type=int, default=DEFAULT_MAX_OFFSET, help=f"largest offset of the log-spaced grid (default: {DEFAULT_MAX_OFFSET})")
     e.add_argument("--offsets", type=_int_list, default=None, help="extra offsets, comma-separated (added to the grid)")
     e.add_argument("--estimator", default=DEFAULT_ESTIMATOR, choices=ESTIMATORS, help=f"MI estimator (default: {DEFAULT_ESTIMATOR})")
@@ -150,7 +156,7 @@ def corpus_options() -> argparse.ArgumentParser:
         "temporary files under TMPDIR: memory then stops growing with the corpus; partitions are counted "
         "in groups, each a pass over the stream (slower; see docs/scale.md)",
     )
-    d = p.add_argument_group("distributed counting (Dask; pip install -e '.[dask]')")
+    d = parser.add_argument_group("distributed counting (Dask; pip install -e '.[dask]')")
     w = d.add_mutually_exclusive_group()
     w.add_argument("--workers", type=int, default=None, metavar="N", help="tokenize and count on an embedded Dask LocalCluster of N worker processes")
     w.add_argument("--scheduler", default=None, metavar="ADDRESS", help="tokenize and count on an existing Dask cluster (e.g. tcp://host:8786)")
@@ -164,7 +170,6 @@ def corpus_options() -> argparse.ArgumentParser:
         "mean fewer tasks for the scheduler and more memory a task; if workers die on a task (out of memory), "
         "the run stops and names it: pass a smaller N (see docs/scale.md)",
     )
-    return p
 
 
 def analysis_options() -> argparse.ArgumentParser:
@@ -251,21 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("source", help=source_help)
     r.add_argument("--format", choices=["table", "json"], default="table")
 
-    syn = sub.add_parser("synth", help="write a synthetic corpus with a known dependency structure", description=(
-        "Write a corpus whose dependency structure is known, to see what depstat reports on it before trusting "
-        "it on yours: generated arithmetic (a length of its own, not self-similar), a character Markov chain "
-        "(exponential decay), tree text (a power law, self-similar) or latent blocks (a kernel of width "
-        "proportional to --block)."))
-    syn.add_argument("kind", choices=["arithmetic", "markov-text", "tree-text", "blocks"], help=(
-        "arithmetic: iGSM-style problems (jsonl, not self-similar); markov-text: character Markov chain "
-        "(jsonl, exponential decay); tree-text: characters from a binary-tree grammar (jsonl, a power law, "
-        "self-similar; --doc-len a power of two); blocks: latent blocks of length --block (.npy token stream, "
-        "eos = vocab)"))
-    syn.add_argument("out", help="output file (.jsonl, or .npy for blocks)")
-    syn.add_argument("--docs", type=int, default=300, help="number of documents (default: 300)")
-    syn.add_argument("--doc-len", type=int, default=4096, help="tokens or characters per document (default: 4096)")
-    syn.add_argument("--block", type=int, default=16, help="block length B for blocks (default: 16)")
-    syn.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    _add_synth(sub)
 
     crd = sub.add_parser("card", parents=[corpus, analysis], help="Markdown data card of a corpus or saved profile",
                          description=(
@@ -282,6 +273,31 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("source", help="a directory written by depstat profile --out")
     rep.add_argument("--out", default=None, help="where to write the report (default: the profile directory)")
 
+    _add_validate(sub)
+    return parser
+
+
+def _add_synth(sub: argparse._SubParsersAction) -> None:
+    """``depstat synth``'s arguments."""
+    syn = sub.add_parser("synth", help="write a synthetic corpus with a known dependency structure", description=(
+        "Write a corpus whose dependency structure is known, to see what depstat reports on it before trusting "
+        "it on yours: generated arithmetic (a length of its own, not self-similar), a character Markov chain "
+        "(exponential decay), tree text (a power law, self-similar) or latent blocks (a kernel of width "
+        "proportional to --block)."))
+    syn.add_argument("kind", choices=["arithmetic", "markov-text", "tree-text", "blocks"], help=(
+        "arithmetic: iGSM-style problems (jsonl, not self-similar); markov-text: character Markov chain "
+        "(jsonl, exponential decay); tree-text: characters from a binary-tree grammar (jsonl, a power law, "
+        "self-similar; --doc-len a power of two); blocks: latent blocks of length --block (.npy token stream, "
+        "eos = vocab)"))
+    syn.add_argument("out", help="output file (.jsonl, or .npy for blocks)")
+    syn.add_argument("--docs", type=int, default=300, help="number of documents (default: 300)")
+    syn.add_argument("--doc-len", type=int, default=4096, help="tokens or characters per document (default: 4096)")
+    syn.add_argument("--block", type=int, default=16, help="block length B for blocks (default: 16)")
+    syn.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+
+
+def _add_validate(sub: argparse._SubParsersAction) -> None:
+    """``depstat validate``'s arguments."""
     from depstat.validate import EXPERIMENTS
 
     val = sub.add_parser("validate", help="train small models to check depstat's advice (needs torch)", description=(
@@ -299,7 +315,6 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="default: CUDA when available")
     val.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: at most 2)")
     val.add_argument("--corpus", default=None, help="text corpus for base-sweep, pi and lerope (default: the bundled Python docs)")
-    return parser
 
 
 def run_profile(args: argparse.Namespace) -> Profile:

@@ -13,7 +13,8 @@ import pytest
 import zstandard
 
 from depstat.errors import DepstatError
-from depstat.io.corpus import EXAMPLE_CORPUS, Corpus, Document, open_corpus, split_on_eos
+from depstat.io.corpus import Corpus, Document, open_corpus
+from depstat.io.formats import EXAMPLE_CORPUS, split_on_eos
 from depstat.io.sampling import select
 
 RECORDS = [{"text": "alpha beta", "id": 1}, {"text": "gamma", "id": 2}, {"text": "delta epsilon", "id": 3}]

@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 
 import depstat
-from depstat.analysis.groups import profile_groups, sample_counts
 from depstat.analysis.result import Settings
 from depstat.cli import main
 from depstat.errors import DepstatError
+from depstat.groups import profile_groups, sample_counts
 from depstat.io.corpus import open_corpus
 from depstat.synth import arithmetic_problems, markov_text
 

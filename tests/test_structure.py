@@ -1,4 +1,5 @@
-"""The package's shape: imports run one way through the pipeline's layers, with no circle."""
+"""The package's shape: imports run one way through the pipeline's layers, no circle, and no
+room too large to read (files, functions, module docstrings)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ LAYERS = (
     ("count", "synth"),
     ("estimate",),
     ("analysis",),
+    ("pipeline", "groups"),
     ("report",),
     ("validate",),
     ("cli",),
 )
 LAYER = {part: i for i, parts in enumerate(LAYERS) for part in parts}
+MAX_FILE_LINES, MAX_FUNCTION_LINES, MAX_DOCSTRING_LINES = 800, 80, 25
 
 
 def module_name(path: Path) -> str:
@@ -81,6 +84,19 @@ def test_no_import_circle() -> None:
     for name in MODULES:
         if name not in state and name != "depstat":
             visit(name, [name])
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_rooms_are_readable(name: str) -> None:
+    source = MODULES[name].read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    assert source.count("\n") <= MAX_FILE_LINES, f"{name}: {source.count(chr(10))} lines"
+    docstring = ast.get_docstring(tree) or ""
+    assert len(docstring.splitlines()) <= MAX_DOCSTRING_LINES, f"{name}: module docstring of {len(docstring.splitlines())} lines"
+    long = [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long, f"{name}: functions over {MAX_FUNCTION_LINES} lines: {long}"
 
 
 def test_no_workflow_labels() -> None:

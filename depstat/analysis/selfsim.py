@@ -223,13 +223,7 @@ def _self_similarity(fits: dict[str, Fitted], widths: dict[str, Width], model: s
     w, f = widths[model], fits[model]
     unit = w.bytes_per_token or 1.0
     exponents, spread, spread_ci = tail_exponents(fits, widths, confidence)
-    reasons = [f"{dup} gives the same profile as {same} (the same tokenization) and is counted once"
-               for dup, same in (duplicates or {}).items()]
-    if len(exponents) >= 2:
-        reasons.append("tail exponents on the byte axis: " + ", ".join(
-            f"{e.granularity} {e.alpha:.2f} [{e.interval[0]:.2f}, {e.interval[1]:.2f}]" for e in exponents)
-            + (f"; spread {spread:.2f} [{max(spread_ci[0], 0):.2f}, {spread_ci[1]:.2f}] (shown, not required to be "
-               "zero: a coarser token pair is another marginal of the same text)" if spread is not None else ""))
+    reasons = _shared_reasons(exponents, spread, spread_ci, duplicates or {})
     common = dict(granularity=model, margin=margin, r_max=w.r_max, exponents=exponents, exponent_spread=spread,
                   exponent_spread_bounds=spread_ci, duplicates=duplicates or {})
 
@@ -280,36 +274,53 @@ def _self_similarity(fits: dict[str, Fitted], widths: dict[str, Width], model: s
 
     start = next((r for r in [onset, *later] if refuted(r) is None), None)
 
-    def change_text(d: DilationCheck) -> str:
-        return (f"its exponent is {d.alpha_low:.2f} over r = {d.r_low:.0f}-{d.r_split:.0f} and "
-                f"{d.alpha_high:.2f} beyond, up to {d.r_high:.0f}, a change of {d.change:+.2f} [{d.bounds[0]:+.2f}, "
-                f"{d.bounds[1]:+.2f}]; a power law with a floor fits there with chi2/dof {d.chi2_dof:.2f}")
-
     if start is not None:
         check, why = checks[start], refuted(onset)
-        moved = (f"; from r = {why.r_low:.1f} {change_text(why)}, so the onset moves to the first offset from which "
+        moved = (f"; from r = {why.r_low:.1f} {_change_text(why)}, so the onset moves to the first offset from which "
                  "the tail keeps one exponent at every later start" if start > onset else "")
         where.update(onset_tokens=start, onset_bytes=start * unit if w.bytes_per_token else None,
                      onset_interval=onset_ci if start == onset else (start, start), dilation=check)
-        return verdict("self-similar", f"{tail_text}{moved}; from r = {start:.1f} {change_text(check)}: within the "
+        return verdict("self-similar", f"{tail_text}{moved}; from r = {start:.1f} {_change_text(check)}: within the "
                                        f"margin {margin:g}, so a dilation keeps the shape from r = {start:.1f} to "
                                        f"{w.r_max:.0f} tokens", **where)
     where["dilation"] = first
     if first.shown_beyond(margin):
-        return verdict("not self-similar", f"{tail_text}; {change_text(first)}: beyond the margin {margin:g} by its "
+        return verdict("not self-similar", f"{tail_text}; {_change_text(first)}: beyond the margin {margin:g} by its "
                                            "error, and from no later offset within it, so a dilation changes the "
                                            "shape", **where)
+    return verdict("inconclusive", f"{tail_text}; {_change_text(first)}: {_undecided(first, refuted(onset), margin)}; "
+                                   "profile more tokens (or longer documents) to decide", **where)
+
+
+def _shared_reasons(exponents: tuple[TailExponent, ...], spread: float | None,
+                    spread_ci: tuple[float, float] | None, duplicates: dict[str, str]) -> list[str]:
+    """The reasons every verdict carries: granularities counted once, and the tail exponents on the byte axis."""
+    reasons = [f"{dup} gives the same profile as {same} (the same tokenization) and is counted once"
+               for dup, same in duplicates.items()]
+    if len(exponents) >= 2:
+        reasons.append("tail exponents on the byte axis: " + ", ".join(
+            f"{e.granularity} {e.alpha:.2f} [{e.interval[0]:.2f}, {e.interval[1]:.2f}]" for e in exponents)
+            + (f"; spread {spread:.2f} [{max(spread_ci[0], 0):.2f}, {spread_ci[1]:.2f}] (shown, not required to be "
+               "zero: a coarser token pair is another marginal of the same text)" if spread is not None else ""))
+    return reasons
+
+
+def _undecided(first: DilationCheck, later: DilationCheck, margin: float) -> str:
+    """Why the check from the tail's onset (``first``) decides nothing; ``later`` refuted that onset."""
     if first.within(margin) and first.r_high < MIN_SPAN * first.r_low:
-        why = f"within the margin {margin:g}, but measured over less than {MIN_SPAN:g}x of offsets"
-    elif first.within(margin):
-        later_change = refuted(onset)
-        why = (f"within the margin {margin:g}, but from r = {later_change.r_low:.1f} {change_text(later_change)}, "
-               f"beyond it, and from no later offset does the tail keep one exponent")
-    else:
-        why = (f"not within the margin {margin:g} nor beyond it by its error, from this or any later offset that "
-               f"leaves {MIN_SPAN:g}x of offsets")
-    return verdict("inconclusive", f"{tail_text}; {change_text(first)}: {why}; profile more tokens (or longer "
-                                   "documents) to decide", **where)
+        return f"within the margin {margin:g}, but measured over less than {MIN_SPAN:g}x of offsets"
+    if first.within(margin):
+        return (f"within the margin {margin:g}, but from r = {later.r_low:.1f} {_change_text(later)}, "
+                f"beyond it, and from no later offset does the tail keep one exponent")
+    return (f"not within the margin {margin:g} nor beyond it by its error, from this or any later offset that "
+            f"leaves {MIN_SPAN:g}x of offsets")
+
+
+def _change_text(d: DilationCheck) -> str:
+    """A dilation check in words: the exponent before and after its split, the change, and the fit."""
+    return (f"its exponent is {d.alpha_low:.2f} over r = {d.r_low:.0f}-{d.r_split:.0f} and "
+            f"{d.alpha_high:.2f} beyond, up to {d.r_high:.0f}, a change of {d.change:+.2f} [{d.bounds[0]:+.2f}, "
+            f"{d.bounds[1]:+.2f}]; a power law with a floor fits there with chi2/dof {d.chi2_dof:.2f}")
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,10 @@ import json
 
 import polars as pl
 
-from depstat.analysis.groups import Groups
 from depstat.analysis.recommend import three_digits_up
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import FEW_DOCS_SHARE, Profile
+from depstat.groups import Groups
 
 
 def render_groups(groups: Groups) -> str:

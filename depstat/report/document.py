@@ -27,11 +27,11 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from depstat.analysis.groups import Groups
 from depstat.analysis.recommend import extended_frequencies, frequencies
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import Profile
 from depstat.files import atomic_write
+from depstat.groups import Groups
 from depstat.report.console import base_text
 from depstat.version import __version__
 

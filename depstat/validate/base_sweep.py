@@ -76,7 +76,7 @@ def decisions(paired: dict[str, dict], best: str) -> dict[str, bool]:
 def recommend_for_task(out: Path) -> dict:
     """depstat's advice for the task's token stream (200 documents of 1024 tokens, as a jsonl of ids)."""
     from depstat.analysis.result import Settings, analyze
-    from depstat.estimate.profile import profile
+    from depstat.pipeline import profile
 
     path = window_corpus(out / "data" / "window.jsonl", TASK["block"], seed=1)
     a = analyze(profile(str(path), max_offset=TASK["length"]),

@@ -20,7 +20,8 @@ from scipy import stats
 
 from depstat.errors import DepstatError
 from depstat.files import atomic_write
-from depstat.io.corpus import EXAMPLE_CORPUS, open_corpus
+from depstat.io.corpus import open_corpus
+from depstat.io.formats import EXAMPLE_CORPUS
 
 if TYPE_CHECKING:
     from depstat.validate.model import GPT, ModelConfig
@@ -288,7 +289,7 @@ def advice(corpus: Path, granularities: list[str], head_dim: int, train_length: 
     """depstat's own analysis of the first ``max_docs`` documents of ``corpus`` (the training split: profile ->
     analysis -> recommendation) read at ``granularity``."""
     from depstat.analysis.result import Settings, analyze
-    from depstat.estimate.profile import profile
+    from depstat.pipeline import profile
 
     prof = profile(str(corpus), granularities=granularities, tokenizers=tokenizers,
                    max_offset=max(target_length or 0, train_length), max_docs=max_docs, sample="first")

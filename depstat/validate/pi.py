@@ -117,7 +117,7 @@ def predict(kind: str, corpus: Path, train_length: int, granularities: list[str]
     """depstat's method for going from L_train to 4 L_train: both corpora profiled and analysed, then compared."""
     from depstat.analysis.recommend import yarn_betas
     from depstat.analysis.result import Settings, analyze, compare_lengths
-    from depstat.estimate.profile import profile
+    from depstat.pipeline import profile
 
     target = FACTOR * train_length
     granularity = "ids" if granularities is None else "bytes"

@@ -190,6 +190,35 @@ def piece_sums(
     return joint, joint_jk
 
 
+@kernel(inline="always")
+def _list_swept(dkeys, dcur, dstarts, dstop, base, end, slot, swept):
+    """List the cells of first token ``base // vocab`` that the drops touch (``slot``: each one's row,
+    ``swept``: the cells) and move each drop piece's stop past that token; returns how many."""
+    n_c = 0
+    for i in range(dcur.shape[0]):
+        j, last = dcur[i], dstarts[i + 1]
+        while j < last and dkeys[j] < end:
+            y = dkeys[j] - base
+            if slot[y] < 0:
+                slot[y] = n_c
+                swept[n_c] = y
+                n_c += 1
+            j += 1
+        dstop[i] = j
+    return n_c
+
+
+@kernel(inline="always")
+def _cells_sums(total, cells, n_cells, tables):
+    """(sum n ln n, sum n G(n)) over the first ``n_cells`` listed cells of ``total``."""
+    s0, s1 = 0.0, 0.0
+    for c in range(n_cells):
+        v0, v1 = _cell_sums(total[cells[c]], tables)
+        s0 += v0
+        s1 += v1
+    return s0, s1
+
+
 @kernel()
 def swept_piece_sums(
     keys: np.ndarray, counts: np.ndarray, starts: np.ndarray, dkeys: np.ndarray, dcounts: np.ndarray,
@@ -230,17 +259,7 @@ def swept_piece_sums(
     for x in np.flatnonzero(present):
         base, end = x * vocab, (x + 1) * vocab
         n_cells = _gather_token(keys, counts, starts, cur, stop, base, end, total, cells)
-        n_c = 0
-        for i in range(dcur.shape[0]):
-            j, last = dcur[i], dstarts[i + 1]
-            while j < last and dkeys[j] < end:
-                y = dkeys[j] - base
-                if slot[y] < 0:
-                    slot[y] = n_c
-                    swept[n_c] = y
-                    n_c += 1
-                j += 1
-            dstop[i] = j
+        n_c = _list_swept(dkeys, dcur, dstarts, dstop, base, end, slot, swept)
         room = n_c * n_blocks if jackknife else 0
         if 2 * room > cb.shape[0]:
             cb = np.empty(4 * room, dtype=np.int64)
@@ -249,11 +268,7 @@ def swept_piece_sums(
         for g in range(n_blocks if jackknife else 0):
             n_in = _count_part(keys, counts, cur[g], stop[g], base, part, in_block, 0)
             _part_deltas(in_block, n_in, part, total, tables, joint_jk[0, g], g, slot, at.parts, n_blocks)
-        s0, s1 = 0.0, 0.0
-        for c in range(n_cells):
-            v0, v1 = _cell_sums(total[cells[c]], tables)
-            s0 += v0
-            s1 += v1
+        s0, s1 = _cells_sums(total, cells, n_cells, tables)
         joint[0, 0] += s0
         joint[0, 1] += s1
         joint[0, 2] += n_cells

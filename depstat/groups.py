@@ -23,10 +23,11 @@ import polars as pl
 
 from depstat.analysis.result import MODEL_SETTINGS, Analysis, Settings, analyze
 from depstat.errors import DepstatError
-from depstat.estimate.profile import Profile, local_copy, profile
+from depstat.estimate.profile import Profile
 from depstat.files import atomic_write
 from depstat.io.corpus import Corpus
 from depstat.io.sampling import DEFAULT_SAMPLE, select
+from depstat.pipeline import local_copy, profile
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
