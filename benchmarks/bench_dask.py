@@ -113,7 +113,7 @@ with PeakAnon() as memory:
     p = depstat.profile(path, granularities=grans, max_offset=256, workers=workers, pair_memory=pair_memory)
     seconds = time.perf_counter() - start
 print(json.dumps({"peak_mib": memory.mib, "seconds": seconds,
-                  "tokens": {k: v["n_tokens"] for k, v in p.granularities.items()}}))
+                  "tokens": {k: v.n_tokens for k, v in p.granularities.items()}}))
 """
 
 

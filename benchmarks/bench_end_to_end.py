@@ -331,7 +331,7 @@ def main() -> None:
         plain = timed_each(seconds, "none", text_streams(documents, names, training=training))
         for a, b in zip(warm, plain, strict=True):  # one granularity at a time: equal streams, equal profiles
             assert (a.tokens == b.tokens).all() and (a.doc_lengths == b.doc_lengths).all(), a.name
-            assert cold.granularities[a.name]["n_tokens"] == a.n_tokens, a.name
+            assert cold.granularities[a.name].n_tokens == a.n_tokens, a.name
             if a.name in direct:  # a BPE cut from the largest one's tokens equals encoding the text with it
                 d = direct.pop(a.name)
                 assert (a.tokens == d.tokens).all() and (a.doc_lengths == d.doc_lengths).all(), a.name
@@ -370,7 +370,7 @@ def main() -> None:
         print("\ngranularities")
         print(format_table(
             ["granularity", "vocab", "tokens", "docs", "bytes/token"],
-            [[k, g["vocab_size"], g["n_tokens"], g["n_docs"], f"{g['bytes_per_token']:.2f}"]
+            [[k, g.vocab_size, g.n_tokens, g.n_docs, f"{g.bytes_per_token:.2f}"]
              for k, g in cold.granularities.items()],
         ))
 

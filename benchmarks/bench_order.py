@@ -300,12 +300,12 @@ def table_real_documents_end() -> str:
             facts = runs[0.0].granularities["bpe-8k"]
             rows = []
             for i, r in enumerate(a["offset"].to_list()):
-                dropped = 1 - a["n_pairs"][i] / facts["n_tokens"]
+                dropped = 1 - a["n_pairs"][i] / facts.n_tokens
                 if dropped > 0.01:
                     ma, mb, se = a["mi_bits"][i], b["mi_bits"][i], b["se"][i]
                     rows.append([r, f"{dropped:.3f}", "pair list" if dropped > counting.PAIRS_DROPPED else "stream",
                                  f"{ma:+.4f}", f"{mb:+.4f} ± {se:.4f}", f"{(mb - ma) / se:+.1f}", f"{(mb - ma) / mb:+.3f}"])
-            out.append(f"{name}, BPE-8k ({facts['n_tokens']:,} tokens, {facts['n_docs']:,} documents)\n"
+            out.append(f"{name}, BPE-8k ({facts.n_tokens:,} tokens, {facts.n_docs:,} documents)\n"
                        + format_table(["offset", "without partner", "default's null", "stream's rotation",
                                        "pair list's ± se", "difference / se", "difference / pair list's"], rows))
     return "\n\n".join(out)

@@ -51,7 +51,7 @@ class Group:
         row: dict = {"group": self.value, "docs": self.n_docs}
         if self.profile is not None:
             finest = next(iter(self.profile.granularities.values()))
-            row["tokens"] = finest["n_tokens"]
+            row["tokens"] = finest.n_tokens
         if self.analysis is not None:
             a, w = self.analysis, self.analysis.widths[self.analysis.granularity]
             rec = a.recommendation
@@ -65,7 +65,7 @@ class Group:
         """The group's entry of summary.json's ``groups``."""
         out: dict = {"n_docs": self.n_docs, "error": self.error}
         if self.profile is not None:
-            out["n_tokens"] = {k: g["n_tokens"] for k, g in self.profile.granularities.items()}
+            out["n_tokens"] = {k: g.n_tokens for k, g in self.profile.granularities.items()}
         if self.analysis is not None:
             d = self.analysis.to_dict()
             out.update(W=d["W"], self_similarity=d["self_similarity"], recommendation=d["recommendation"])

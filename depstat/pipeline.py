@@ -16,7 +16,6 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -28,6 +27,21 @@ from depstat.count.kernels import NOTE_BLOCKS
 from depstat.count.order import counting_layout
 from depstat.errors import DepstatError
 from depstat.estimate import estimators as est
+from depstat.estimate.profile import (
+    DEFAULT_BLOCKS,
+    DEFAULT_MAX_OFFSET,
+    DEFAULT_NULL_DRAWS,
+    DEFAULT_ORDER,
+    DEFAULT_POPULATION,
+    MIN_PAIRS,
+    CountOptions,
+    GranularityFacts,
+    Profile,
+    Stopwatch,
+    check_profile_options,
+    log_offsets,
+    mi_profile,
+)
 from depstat.io.corpus import Corpus, Document, ReadStats, open_corpus
 from depstat.io.sampling import (
     DEFAULT_SAMPLE,
@@ -49,23 +63,6 @@ from depstat.tokenize.granularity import (
     text_streams,
 )
 from depstat.tokenize.stream import TokenStream
-
-if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn, not with depstat
-    pass
-from depstat.estimate.profile import (
-    DEFAULT_BLOCKS,
-    DEFAULT_MAX_OFFSET,
-    DEFAULT_NULL_DRAWS,
-    DEFAULT_ORDER,
-    DEFAULT_POPULATION,
-    MIN_PAIRS,
-    CountOptions,
-    Profile,
-    _Stopwatch,
-    check_profile_options,
-    log_offsets,
-    mi_profile,
-)
 
 
 def profile(
@@ -256,13 +253,14 @@ def _profile(
     tables, facts, skipped = [], {}, {}
     seconds = {"tokenize": 0.0, "count": 0.0, "estimate": 0.0}
     counted: dict[str, str] = {}  # the tokens' digest -> the granularity counted with them
-    for stream in _Stopwatch(seconds).each("tokenize", streams):
+    for stream in Stopwatch(seconds).each("tokenize", streams):
         digest = _tokens_digest(stream)
         if digest in counted:  # a vocabulary the trainer could not fill gives the same tokens: counted once
             first = counted[digest]
             tables.append(next(t for t in tables if t["granularity"][0] == first)
                           .with_columns(pl.lit(stream.name).alias("granularity")))
-            facts[stream.name] = {**facts[first], **stream.facts(), "same_tokens_as": first}
+            facts[stream.name] = GranularityFacts.from_dict({**facts[first].to_dict(), **stream.facts(),
+                                                             "same_tokens_as": first})
             skipped[stream.name] = skipped[first]
             continue
         counted[digest] = stream.name
@@ -276,7 +274,7 @@ def _profile(
         if table.height == 0:
             raise _too_few_pairs(stream, int(grid.min()))
         tables.append(table)
-        facts[stream.name] = stream.facts()
+        facts[stream.name] = GranularityFacts.from_dict(stream.facts())
         skipped[stream.name] = skip
     return Profile(
         table=pl.concat(tables),

@@ -457,7 +457,7 @@ for col, g in enumerate(prof.granularities):
     ax.plot(o, t["noise_floor"], "--", color="C0", label="noise floor")
     if g == "bpe-8k":
         ax.plot(plug["offset"], plug["mi_bits"], "s-", color="grey", ms=3, label="plug-in (same tokens)")
-    ax.set(yscale="log", title=f"{g}  ({prof.granularities[g]['bytes_per_token']:.2f} bytes/token)", ylabel="MI (bits)")
+    ax.set(yscale="log", title=f"{g}  ({prof.granularities[g].bytes_per_token:.2f} bytes/token)", ylabel="MI (bits)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
     axes[1, col].plot(o, t["n_docs"], ".-", color="k")

@@ -81,8 +81,8 @@ profiles = {
     "arithmetic": depstat.profile(str(arithmetic_path), granularities=LADDER, max_offset=2048),
 }
 pl.DataFrame([
-    {"corpus": c, "documents": p.summary()["corpus"]["documents_read"], "granularity": g, "vocab": f["vocab_size"],
-     "requested vocab": f.get("requested_vocab_size"), "tokens": f["n_tokens"], "bytes/token": f["bytes_per_token"]}
+    {"corpus": c, "documents": p.summary()["corpus"]["documents_read"], "granularity": g, "vocab": f.vocab_size,
+     "requested vocab": f.requested_vocab_size, "tokens": f.n_tokens, "bytes/token": f.bytes_per_token}
     for c, p in profiles.items() for g, f in p.granularities.items()
 ])
 
@@ -98,7 +98,7 @@ pl.DataFrame([
 # and a word unseen in training becomes `[UNK]`:
 
 # %%
-pl.DataFrame([{"corpus": c, **{g: f["round_trips"] for g, f in p.granularities.items()}} for c, p in profiles.items()])
+pl.DataFrame([{"corpus": c, **{g: f.round_trips for g, f in p.granularities.items()}} for c, p in profiles.items()])
 
 # %% [markdown]
 # ## Each granularity's kernel
@@ -435,7 +435,7 @@ for corpus, ss in results.items():
     assert {g: w.kind for g, w in one_call.widths.items()} == {g: w.kind for g, w in widths[corpus].items()}
     assert {e.granularity for e in ss.exponents} == {g for g, w in widths[corpus].items() if w.alpha is not None
                                                      and w.kind not in OWN_LENGTH and fits[corpus][g].curve.round_trips}
-assert all(f["round_trips"] == (g != "words") for p in profiles.values() for g, f in p.granularities.items())
+assert all(f.round_trips == (g != "words") for p in profiles.values() for g, f in p.granularities.items())
 # What the prose above says about these corpora:
 tree, natural, arithmetic = (results[c] for c in profiles)
 tree_w, natural_w, arithmetic_w = (widths[c] for c in profiles)

@@ -65,7 +65,7 @@ def test_card_numbers_round_trip_and_agree_with_the_analysis(analysed: Analysed,
     assert numbers["rope_theta"] == pytest.approx(a.recommendation.rope_theta, rel=1e-5)
     assert numbers["settings"]["train_length"] == 256 and numbers["software"] == software()
     for name, g in numbers["granularities"].items():
-        assert g["n_tokens"] == analysed.profile.granularities[name]["n_tokens"]
+        assert g["n_tokens"] == analysed.profile.granularities[name].n_tokens
         assert g["kind"] == a.widths[name].kind
         assert g["chi2_dof"] == pytest.approx(a.widths[name].chi2_dof, rel=1e-5)
         if g["W"] is not None:

@@ -11,7 +11,13 @@ from depstat.count import counting
 from depstat.count.counting import PairCounter
 from depstat.estimate import estimators as est
 from depstat.estimate.profile import log_offsets, mi_profile
-from depstat.synth import MarkovChain, reference_chain, stationary, two_kinds, two_kinds_exact_mi
+from depstat.synth import (
+    MarkovChain,
+    reference_chain,
+    stationary,
+    two_kinds,
+    two_kinds_exact_mi,
+)
 from depstat.tokenize.stream import TokenStream
 from tests import naive
 

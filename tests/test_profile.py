@@ -19,8 +19,8 @@ from depstat.cli import main
 from depstat.count.counting import PairCounter
 from depstat.estimate.profile import Profile, log_offsets, mi_profile
 from depstat.io.corpus import Document
-from depstat.synth import MarkovChain, stationary
 from depstat.report.console import render
+from depstat.synth import MarkovChain, stationary
 from depstat.tokenize.granularity import encode_stream, ids_stream, training_texts
 from depstat.tokenize.stream import TokenStream
 
@@ -90,9 +90,9 @@ def test_save_and_load_round_trip(result: Profile, tmp_path: Path) -> None:
 
 def test_max_docs_and_max_tokens_take_whole_documents(small_corpus: Path) -> None:
     p = depstat.profile(str(small_corpus), granularities=["bytes"], max_docs=5, max_offset=16)
-    assert p.granularities["bytes"]["n_docs"] == 5
+    assert p.granularities["bytes"].n_docs == 5
     q = depstat.profile(str(small_corpus), granularities=["bytes"], max_tokens=3000, max_offset=16)
-    assert q.granularities["bytes"]["n_tokens"] >= 3000
+    assert q.granularities["bytes"].n_tokens >= 3000
     assert "3000 UTF-8 bytes" in q.sampling["rule"]
 
 
@@ -113,8 +113,8 @@ def test_vocabularies_are_trained_on_the_first_bytes_of_text(tmp_path: Path) -> 
     doc_bytes = len(" ".join(words[:20]).encode())
     full = depstat.profile(str(path), granularities=["words"], max_offset=4, train_bytes=None)
     cut = depstat.profile(str(path), granularities=["words"], max_offset=4, train_bytes=2 * doc_bytes)
-    assert full.granularities["words"]["vocab_size"] == 401  # every word and [UNK]
-    assert cut.granularities["words"]["vocab_size"] == 41  # two documents' words (those of smallest key)
+    assert full.granularities["words"].vocab_size == 401  # every word and [UNK]
+    assert cut.granularities["words"].vocab_size == 41  # two documents' words (those of smallest key)
     assert f"until {2 * doc_bytes:,} bytes of text" in cut.sampling["tokenizer_training"]
     assert "whole sample" in depstat.profile(
         str(path), granularities=["words"], max_offset=4, train_docs=None, train_bytes=None,
@@ -139,7 +139,7 @@ def test_pre_tokenized_stream_with_eos(tmp_path: Path) -> None:
     stream.tofile(tmp_path / "train.bin")
     p = depstat.profile(str(tmp_path / "train.bin"), eos_id=50, bin_dtype="uint16", max_offset=64, vocab_size=51)
     facts = p.granularities["ids"]
-    assert facts["n_docs"] == 30 and facts["n_tokens"] == 9000 and facts["vocab_size"] == 51
+    assert facts.n_docs == 30 and facts.n_tokens == 9000 and facts.vocab_size == 51
     assert p.table["mi_bits"].abs().max() < 0.05  # independent draws
 
 
@@ -291,7 +291,7 @@ def test_skip_bad_counts_what_it_skipped(tmp_path: Path) -> None:
     good = '{"text": "' + "abcdefgh " * 40 + '"}\n'
     path = _write(tmp_path / "m.jsonl", good * 20 + "{broken\n" + good * 20)
     p = depstat.profile(str(path), granularities=["bytes"], max_offset=32, skip_bad=True)
-    assert p.corpus["skipped_bad_records"] == 1 and p.granularities["bytes"]["n_docs"] == 40
+    assert p.corpus["skipped_bad_records"] == 1 and p.granularities["bytes"].n_docs == 40
 
 
 @pytest.mark.parametrize(
@@ -322,7 +322,7 @@ def test_a_users_tokenizer_json_becomes_a_granularity(small_corpus: Path, tmp_pa
     train_bpe(texts, 600).save(str(model_dir / "tokenizer.json"))
     p = depstat.profile(str(small_corpus), granularities=[], tokenizers=[str(model_dir / "tokenizer.json")], max_offset=64)
     facts = p.granularities["my-model"]
-    assert facts["tokenizer"].endswith("tokenizer.json") and facts["vocab_size"] <= 600
+    assert facts.tokenizer.endswith("tokenizer.json") and facts.vocab_size <= 600
     assert set(p.table["granularity"]) == {"my-model"}
     with pytest.raises(depstat.DepstatError, match="not a valid tokenizer.json"):
         (tmp_path / "bad.json").write_text("{}")
@@ -346,14 +346,14 @@ def test_a_streamed_dataset_is_read_once_for_all_granularities(small_corpus: Pat
     opened = len(passes)
     p = depstat.profile(corpus, granularities=["bytes", "bpe-512", "words"], max_offset=64, max_docs=20, sample="first")
     assert len(passes) - opened == 1
-    assert p.granularities["bytes"]["n_docs"] == 20
+    assert p.granularities["bytes"].n_docs == 20
     assert p.corpus["spec"] == "hf:test/stream" and p.corpus["documents_read"] == 20
     local = depstat.profile(str(small_corpus), granularities=["bytes"], max_offset=64, max_docs=20, sample="first")
     assert p.to_polars().filter(pl.col("granularity") == "bytes").equals(local.to_polars())
     # the random sample of a stream: the first documents of its seeded shuffle, read once
     opened = len(passes)
     q = depstat.profile(corpus, granularities=["bytes"], max_offset=64, max_docs=20)
-    assert len(passes) - opened == 1 and q.granularities["bytes"]["n_docs"] == 20
+    assert len(passes) - opened == 1 and q.granularities["bytes"].n_docs == 20
     assert q.sampling["sample"] == "random" and "seeded shuffle" in q.sampling["rule"]
 
 
@@ -367,8 +367,8 @@ def test_token_id_corpus_gets_the_whole_ladder_with_its_tokenizer(tmp_path):
     p = depstat.profile(spec, granularities=["bytes", "bpe-1k"], max_offset=16, ids_tokenizer=str(tok_path))
     assert set(p.granularities) == {"bytes", "bpe-1k", "tok"}  # "tok": the tokenizer's directory
     given = depstat.profile(spec, max_offset=16)
-    assert p.granularities["tok"]["n_tokens"] == given.granularities["ids"]["n_tokens"] == sum(map(len, ids_))
-    assert p.granularities["tok"]["bytes_per_token"] > 1 and given.granularities["ids"].get("bytes_per_token") is None
+    assert p.granularities["tok"].n_tokens == given.granularities["ids"].n_tokens == sum(map(len, ids_))
+    assert p.granularities["tok"].bytes_per_token > 1 and given.granularities["ids"].bytes_per_token is None
     mine = p.table.filter(pl.col("granularity") == "tok").sort("offset")
     theirs = given.table.filter(pl.col("granularity") == "ids").sort("offset")
     # the same ids; only the null's draws differ (they follow the documents' keys: text here, ids there)
@@ -409,7 +409,7 @@ def test_console_marks_a_vocabulary_the_trainer_could_not_fill(tmp_path: Path) -
     path = _write(tmp_path / "t.jsonl", "".join(json.dumps({"text": f"the cat {i} sat on the mat. " * 20}) + "\n"
                                                 for i in range(20)))
     p = depstat.profile(str(path), granularities=["bpe-4k"], max_offset=8)
-    vocab = p.granularities["bpe-4k"]["vocab_size"]
+    vocab = p.granularities["bpe-4k"].vocab_size
     assert vocab < 4096 and f"{vocab} (of 4096 asked: no more merges)" in render(p)
 
 
@@ -429,7 +429,7 @@ def test_granularities_with_the_same_tokens_are_counted_once_and_named_together(
                                                 for i in range(20)))
     p = depstat.profile(str(path), granularities=["bpe-2k", "bpe-4k"], max_offset=8)
     small, large = (p.table.filter(pl.col("granularity") == g).drop("granularity") for g in ("bpe-2k", "bpe-4k"))
-    assert small.equals(large) and p.granularities["bpe-4k"]["same_tokens_as"] == "bpe-2k"
+    assert small.equals(large) and p.granularities["bpe-4k"].same_tokens_as == "bpe-2k"
     assert "the tokens of bpe-2k: counted once" in render(p)
     assert "count bpe-4k" not in p.run["seconds"]
 

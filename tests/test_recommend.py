@@ -29,8 +29,8 @@ from depstat.analysis.recommend import (
 from depstat.analysis.selfsim import SelfSimilarity
 from depstat.cli import main
 from depstat.errors import DepstatError
-from depstat.synth import arithmetic_jsonl, markov_text, write_jsonl
 from depstat.report.document import FIGURES
+from depstat.synth import arithmetic_jsonl, markov_text, write_jsonl
 
 COMPOSITE = DecayFit("composite", 1.0, 1.3, 0.3, 0.65, 0.01, 0.0, 28)
 

@@ -138,12 +138,12 @@ def model_granularity(profile: Profile, wanted: str | None) -> str:
         if wanted not in names:
             raise DepstatError(f"granularity {wanted!r} is not in this profile", hint="choose one of " + ", ".join(names))
         return wanted
-    tokenizers = [n for n, f in profile.granularities.items() if f.get("tokenizer")]
+    tokenizers = [n for n, f in profile.granularities.items() if f.tokenizer]
     if tokenizers:
         return tokenizers[0]
     bpe = [n for n in names if bpe_vocab_size(n)]
     if bpe:
-        return max(bpe, key=lambda n: profile.granularities[n].get("vocab_size") or bpe_vocab_size(n))
+        return max(bpe, key=lambda n: profile.granularities[n].vocab_size or bpe_vocab_size(n))
     for name in ("ids", "words", "bytes"):
         if name in names:
             return name
@@ -154,9 +154,9 @@ def granularity_curve(profile: Profile, name: str) -> Curve:
     """Granularity ``name``'s Curve, with its bytes per token and whether its tokens give back their
     text (``granularity.round_trips``, measured when it was tokenized; where it was not measured,
     every granularity but ``words``)."""
-    info = profile.granularities[name]
-    measured = info.get("round_trips")  # None: not measured (token ids without text, older profiles)
-    return curve(profile.table, name, info.get("bytes_per_token"), name != "words" if measured is None else measured)
+    facts = profile.granularities[name]
+    measured = facts.round_trips  # None: not measured (token ids without text, older profiles)
+    return curve(profile.table, name, facts.bytes_per_token, name != "words" if measured is None else measured)
 
 
 def analyze(profile: Profile, settings: Settings | None = None, **kwargs: object) -> Analysis:

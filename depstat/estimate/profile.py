@@ -11,11 +11,11 @@ from __future__ import annotations
 import html
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 import polars as pl
@@ -80,12 +80,71 @@ def log_offsets(max_offset: int, n: int = DEFAULT_N_OFFSETS, extra: Iterable[int
     return np.unique(np.concatenate([grid, np.asarray(extra, dtype=np.int64)]))
 
 
+@dataclass(frozen=True)
+class GranularityFacts:
+    """What a profile records of one granularity (``summary.json``'s ``granularities[name]``, less
+    what is derived from the table): its vocabulary and size, and how it was tokenized and counted."""
+
+    vocab_size: int
+    n_tokens: int
+    n_docs: int
+    n_bytes: int | None = None  # UTF-8 bytes of the text behind the tokens (None: given token ids)
+    bytes_per_token: float | None = None
+    requested_vocab_size: int | None = None  # a BPE whose trainer ran out of merges: the size asked
+    round_trips: bool | None = None  # its tokens give back the text (None: not measured)
+    tokenizer: str | None = None  # the tokenizer.json of a --tokenizer granularity
+    vocab_size_from: str | None = None  # given token ids: where the vocabulary size came from
+    same_tokens_as: str | None = None  # the granularity whose identical tokens were counted instead
+    jackknife_unit: str | None = None  # "documents" or "token blocks"
+    jackknife_groups: str | None = None  # set where groups follow this granularity's tokens
+    null_draws: int | None = None
+    pair_list_null_from: int | None = None  # the offset from which the null rotates the pair list
+    population_documents: int | None = None  # --population fixed: the documents counted
+    warning: str | None = None
+    dask: dict | None = None  # the Dask graph's shape, where the Dask engine counted
+    extra: dict = field(default_factory=dict)  # keys of no field above, kept as given
+
+    @classmethod
+    def from_dict(cls, facts: Mapping[str, object]) -> GranularityFacts:
+        """From a stream's facts or ``summary.json``'s (derived keys dropped, unknown ones in ``extra``)."""
+        known = {f.name for f in fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in facts.items() if k in known},
+                   extra={k: v for k, v in facts.items() if k not in known and k not in _DERIVED})
+
+    def to_dict(self) -> dict:
+        """As ``summary.json`` holds them: the size fields always, the others where set."""
+        size = ("vocab_size", "n_tokens", "n_docs", "n_bytes", "bytes_per_token")
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name != "extra" and (f.name in size or getattr(self, f.name) is not None)}
+        return {**out, **self.extra}
+
+    @property
+    def counted_documents(self) -> int:
+        """The documents counted: all of them, or with --population fixed those long enough."""
+        return self.n_docs if self.population_documents is None else self.population_documents
+
+
+class Sections(Protocol):
+    """What ``Profile.save`` asks of an analysis (``depstat.analyze``'s ``Analysis``): summary.json's sections."""
+
+    def to_dict(self) -> dict: ...
+
+
+class GroupSections(Sections, Protocol):
+    """What ``Profile.save`` asks of per-group results (``depstat.groups.Groups``): their files and rows too."""
+
+    @property
+    def profiles(self) -> pl.DataFrame: ...
+
+    def save(self, out: Path) -> None: ...
+
+
 @dataclass
 class Profile:
     """MI profiles of one corpus: a table with one row per (granularity, offset) plus facts."""
 
     table: pl.DataFrame
-    granularities: dict[str, dict]
+    granularities: dict[str, GranularityFacts]
     corpus: dict
     sampling: dict
     estimator: str
@@ -98,7 +157,7 @@ class Profile:
         return self.table.drop(REPLICATE_COLUMNS, strict=False)
 
     def __repr__(self) -> str:
-        grains = ", ".join(f"{name} ({facts['n_tokens']:,} tokens)" for name, facts in self.granularities.items())
+        grains = ", ".join(f"{name} ({facts.n_tokens:,} tokens)" for name, facts in self.granularities.items())
         offsets = self.table["offset"]
         return (f"Profile({self.corpus.get('spec')!r}: {grains}; offsets {offsets.min()}-{offsets.max()}; "
                 f"{self.estimator}, {self.confidence:.0%} intervals)")
@@ -106,8 +165,8 @@ class Profile:
     @property
     def facts(self) -> pl.DataFrame:
         """One row per granularity: vocabulary, tokens, documents, bytes per token."""
-        return pl.DataFrame([{"granularity": name, "vocab": f["vocab_size"], "tokens": f["n_tokens"], "docs": f["n_docs"],
-                              "bytes/token": f.get("bytes_per_token")} for name, f in self.granularities.items()],
+        return pl.DataFrame([{"granularity": name, "vocab": f.vocab_size, "tokens": f.n_tokens, "docs": f.n_docs,
+                              "bytes/token": f.bytes_per_token} for name, f in self.granularities.items()],
                             schema_overrides={"bytes/token": pl.Float64})
 
     def plot(self) -> Figure:
@@ -154,10 +213,9 @@ class Profile:
         for name, facts in self.granularities.items():
             rows = self.table.filter(pl.col("granularity") == name)
             insignificant = rows.filter(~pl.col("significant"))["offset"].to_list()
-            counted = facts.get("population_documents", facts["n_docs"])  # --population fixed counts fewer
-            few = rows.filter(pl.col("n_docs") < FEW_DOCS_SHARE * counted)["offset"]
+            few = rows.filter(pl.col("n_docs") < FEW_DOCS_SHARE * facts.counted_documents)["offset"]
             grans[name] = {
-                **facts,
+                **facts.to_dict(),
                 "few_documents_from_offset": int(few.min()) if few.len() else None,
                 "documents_at_largest_offset": int(rows["n_docs"][-1]) if rows.height else None,
                 "offsets": rows.height,
@@ -182,7 +240,7 @@ class Profile:
             "granularities": grans,
         }
 
-    def save(self, out_dir: str | Path, analysis: object | None = None, groups: object | None = None) -> Path:
+    def save(self, out_dir: str | Path, analysis: Sections | None = None, groups: GroupSections | None = None) -> Path:
         """Write profile.parquet, replicates.parquet (the whole-profile replicates, when the profile
         has them) and summary.json into ``out_dir`` (created if needed); an ``analysis``
         (``depstat.analyze``) adds its sections to summary.json. ``groups``
@@ -215,10 +273,7 @@ class Profile:
             if not (out / name).is_file():
                 raise DepstatError(f"no {name} here", path=str(out), hint="run depstat profile --out DIR first")
         summary = json.loads((out / "summary.json").read_text())
-        grans = {
-            k: {f: v for f, v in g.items() if f not in _DERIVED}
-            for k, g in summary["granularities"].items()
-        }
+        grans = {k: GranularityFacts.from_dict(g) for k, g in summary["granularities"].items()}
         table = pl.read_parquet(out / "profile.parquet")
         if "group" in table.columns:  # saved with groups: the whole corpus's rows
             table = table.filter(pl.col("group").is_null()).drop("group")
@@ -288,7 +343,7 @@ def mi_profile(
     ``timings["count"]``/``["estimate"]``, and the counting of this stream alone to
     ``timings["count <name>"]``.
     """
-    clock = _Stopwatch(timings)
+    clock = Stopwatch(timings)
     method = est.get(estimator)
     check_profile_options(confidence, null_draws, order, population, seed)
     counting = ("count", f"count {stream.name}")
@@ -457,7 +512,7 @@ def _json_default(value: object) -> object:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-class _Stopwatch:
+class Stopwatch:
     """Adds elapsed seconds to ``timings[key]`` (nothing when ``timings`` is None)."""
 
     def __init__(self, timings: dict[str, float] | None) -> None:

@@ -54,13 +54,13 @@ def card_data(profile: Profile, analysis: Analysis) -> dict:
     rec, st = analysis.recommendation, analysis.settings
     facts = profile.granularities
     first = next(iter(facts.values()))
-    n_bytes = next((f["n_bytes"] for f in facts.values() if f.get("n_bytes")), None)
+    n_bytes = next((f.n_bytes for f in facts.values() if f.n_bytes), None)
     ext = rec.extension
     ss = analysis.self_similarity
     data = {
         "schema": SCHEMA,
         "corpus": profile.corpus.get("spec"),
-        "n_documents": first.get("n_docs"),
+        "n_documents": first.n_docs,
         "n_bytes": n_bytes,
         "settings": {
             "head_dim": st.head_dim, "train_length": st.train_length, "target_length": st.target_length,
@@ -100,10 +100,10 @@ def _granularity_numbers(profile: Profile, analysis: Analysis, name: str) -> dic
     """Tokens, and the kind, W and fits of one granularity's kernel."""
     facts, w = profile.granularities[name], analysis.widths.get(name)
     return {
-        "vocab_size": facts.get("vocab_size"),
-        "n_tokens": facts.get("n_tokens"),
-        "n_docs": facts.get("n_docs"),
-        "bytes_per_token": facts.get("bytes_per_token"),
+        "vocab_size": facts.vocab_size,
+        "n_tokens": facts.n_tokens,
+        "n_docs": facts.n_docs,
+        "bytes_per_token": facts.bytes_per_token,
         "kind": w.kind if w else None,
         "W": w.W if w else None,
         "W_interval": [w.ci_low, w.ci_high] if w and w.W is not None else None,
@@ -220,13 +220,13 @@ def _sampling(profile: Profile, n: dict) -> str:
         "document groups, Student t, "
         f"{profile.confidence:.0%} confidence",
         *([f"- the rotation null rotates the list of pairs from offset {', '.join(nulls)}, where documents end"]
-          if (nulls := [f"{g['pair_list_null_from']} ({name})" for name, g in profile.granularities.items()
-                        if g.get("pair_list_null_from") is not None]) else []),
+          if (nulls := [f"{g.pair_list_null_from} ({name})" for name, g in profile.granularities.items()
+                        if g.pair_list_null_from is not None]) else []),
     ]
     rows = [
         [name, _fmt(g["vocab_size"]), _fmt(g["n_tokens"]), _fmt(g["n_docs"]),
          f"{g['bytes_per_token']:.2f}" if g["bytes_per_token"] else "–",
-         str(profile.granularities[name].get("jackknife_unit", "–"))]
+         str(profile.granularities[name].jackknife_unit or "–")]
         for name, g in n["granularities"].items()
     ]
     table = _table(["granularity", "vocabulary", "tokens", "documents", "bytes/token", "jackknife unit"], rows)
@@ -239,9 +239,9 @@ def _granularity_notes(profile: Profile) -> list[str]:
     notes, seen = [], {}
     for name in _order(profile):
         facts = profile.granularities[name]
-        asked = facts.get("requested_vocab_size")
-        if asked and facts["vocab_size"] < asked:
-            notes.append(f"{name}: the BPE trainer ran out of merges at {facts['vocab_size']:,} of the "
+        asked = facts.requested_vocab_size
+        if asked and facts.vocab_size < asked:
+            notes.append(f"{name}: the BPE trainer ran out of merges at {facts.vocab_size:,} of the "
                          f"{asked:,} tokens asked for")
         rows = profile.table.filter(pl.col("granularity") == name).sort("offset")
         key = (tuple(rows["offset"].to_list()), tuple(rows["mi_bits"].to_list()))
@@ -250,7 +250,7 @@ def _granularity_notes(profile: Profile) -> list[str]:
         seen.setdefault(key, name)
         skipped = profile.skipped_offsets.get(name) or []
         if skipped:
-            mean = facts["n_tokens"] / max(facts["n_docs"], 1)
+            mean = facts.n_tokens / max(facts.n_docs, 1)
             notes.append(f"{name}: {len(skipped)} offsets from {min(skipped):,} on were not estimated (fewer "
                          f"than {MIN_PAIRS} pairs; documents average {mean:,.0f} tokens)")
     return notes
@@ -348,7 +348,7 @@ def _compact_json(value: object, depth: int = 0) -> str:
 
 def _order(profile: Profile) -> list[str]:
     """Granularities from the finest to the coarsest (tokenized input last)."""
-    return sorted(profile.granularities, key=lambda k: profile.granularities[k].get("bytes_per_token") or math.inf)
+    return sorted(profile.granularities, key=lambda k: profile.granularities[k].bytes_per_token or math.inf)
 
 
 def _fmt(x: float | None) -> str:

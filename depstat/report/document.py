@@ -200,9 +200,9 @@ def _granularities(profile: Profile, a: Analysis) -> list[Block]:
         facts, w = profile.granularities[name], a.widths.get(name)
         rows.append([
             name,
-            _num(facts.get("vocab_size")),
-            _num(facts.get("n_tokens")),
-            f"{facts['bytes_per_token']:.2f}" if facts.get("bytes_per_token") else "–",
+            _num(facts.vocab_size),
+            _num(facts.n_tokens),
+            f"{facts.bytes_per_token:.2f}" if facts.bytes_per_token else "–",
             (w.kind + (f" {w.period}" if w.period else "")) if w else "(duplicate)",
             _interval(w.W, w.ci_low, w.ci_high) if w and w.W is not None else "–",
             _interval(w.alpha, *w.alpha_ci) if w and w.alpha_ci else "–",
@@ -440,7 +440,7 @@ def _fig_byte_axis(profile: Profile, a: Analysis) -> Figure:
     ax = fig.subplots()
     colours, floor = _colours(profile), _axis_floor(profile.table)
     for name in _order(profile):
-        per_token = profile.granularities[name].get("bytes_per_token")
+        per_token = profile.granularities[name].bytes_per_token
         if not per_token:
             continue
         t = _rows(profile, name)
@@ -519,7 +519,7 @@ def _empty(ax: Axes, text: str) -> None:
 
 def _order(profile: Profile) -> list[str]:
     """Granularity names from the finest to the coarsest (no byte length last)."""
-    return sorted(profile.granularities, key=lambda n: profile.granularities[n].get("bytes_per_token") or math.inf)
+    return sorted(profile.granularities, key=lambda n: profile.granularities[n].bytes_per_token or math.inf)
 
 
 def _colours(profile: Profile) -> dict[str, str]:
