@@ -3,6 +3,7 @@ processes (``MODE_*``), the sum tables (n ln n, n G(n)) and the dealing of work 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -222,29 +223,27 @@ def relabel(tok: np.ndarray, rank: np.ndarray, out: np.ndarray) -> None:
         out[i] = rank[tok[i]]
 
 
-@kernel()
 def _deal(sizes: np.ndarray, n_bins: int) -> np.ndarray:
     """Items dealt to bins, largest first, each to the least loaded bin (ties to the lowest):
-    bin b takes ``deal[b]`` up to its first -1."""
-    deal = np.full((n_bins, sizes.shape[0]), -1, dtype=np.int64)
-    load = np.zeros(n_bins, dtype=np.int64)
-    taken = np.zeros(n_bins, dtype=np.int64)
-    for i in np.argsort(-sizes, kind="mergesort"):
-        b = np.argmin(load)
+    bin b takes ``deal[b]`` up to its first -1. Plain Python, not a kernel: it deals at most a
+    few thousand items a call, and compiling it cost a first run seconds."""
+    deal = np.full((n_bins, len(sizes)), -1, dtype=np.int64)
+    taken = [0] * n_bins
+    heap = [(0, b) for b in range(n_bins)]  # (load, bin): the least loaded first, then the lowest
+    for i in np.argsort(-np.asarray(sizes, dtype=np.int64), kind="mergesort").tolist():
+        load, b = heapq.heappop(heap)
         deal[b, taken[b]] = i
         taken[b] += 1
-        load[b] += sizes[i]
+        heapq.heappush(heap, (load + int(sizes[i]), b))
     return deal
 
 
-@kernel()
 def _deal_blocks(block_starts: np.ndarray, n_workers: int) -> np.ndarray:
     """Jackknife blocks dealt to workers (``_deal``). Blocks of whole documents can be very
     unequal (one long document), and a parallel loop over blocks would leave a thread idle."""
-    return _deal(block_starts[1:] - block_starts[:-1], n_workers)
+    return _deal(np.diff(block_starts), n_workers)
 
 
-@kernel()
 def _deal_partitions(region: np.ndarray, fill_end: np.ndarray, n_workers: int) -> tuple[np.ndarray, np.ndarray]:
     """Partitions dealt to N_CHUNKS chunks by their pairs, and the chunks to ``n_workers``
     workers (``_deal``): ``(chunks, workers)``. The chunks' sums are added in chunk order and
@@ -253,12 +252,7 @@ def _deal_partitions(region: np.ndarray, fill_end: np.ndarray, n_workers: int) -
     each pair of partitions."""
     sizes = (fill_end - region).sum(axis=1)
     chunks = _deal(sizes, N_CHUNKS)
-    loads = np.zeros(N_CHUNKS, dtype=np.int64)
-    for c in range(N_CHUNKS):
-        for q in chunks[c]:
-            if q < 0:
-                break
-            loads[c] += sizes[q]
+    loads = np.array([sizes[row[row >= 0]].sum() for row in chunks], dtype=np.int64)
     return chunks, _deal(loads, n_workers)
 
 
