@@ -42,6 +42,7 @@ from depstat.estimate.profile import (
     log_offsets,
     mi_profile,
 )
+from depstat.estimate.warmup import real_pairs
 from depstat.io.corpus import Corpus, Document, ReadStats, open_corpus
 from depstat.io.sampling import (
     DEFAULT_SAMPLE,
@@ -159,7 +160,8 @@ def _check_options(options: CountOptions, sample: str, budgets: dict[str, int | 
 def kernels_compiled_beside(needed: bool, options: CountOptions, max_offset: int) -> Iterator[Callable[[], None]]:
     """On a first run (Numba's cache lacks the partitioned kernels) that counts 16-bit tokens here, a second
     process compiles those (``depstat.estimate.warmup``) while this one reads, tokenizes and compiles the
-    dense kernels of bytes; yields the wait for it. Killed if the run ends first."""
+    dense kernels of bytes; yields the wait for it, in which this process compiles the real pairs'
+    kernels first (``warmup.real_pairs``). Killed if the run ends first."""
     process = None
     if needed and not _partitioned_kernels_cached():
         args = [options.estimator, options.n_blocks, options.null_draws, options.order, options.population, max_offset]
@@ -170,6 +172,10 @@ def kernels_compiled_beside(needed: bool, options: CountOptions, max_offset: int
     def ready() -> None:
         nonlocal process
         if process is not None:
+            if process.poll() is None and "rotate" in est.get(options.estimator).partners:
+                # the second process compiles the null's sweep first: the real pairs' kernels are
+                # compiled here meanwhile, and it loads them from the cache when it comes to them
+                real_pairs(options.estimator, options.n_blocks)
             if process.poll() is None:
                 print("  waiting for the second process to finish compiling ...", file=sys.stderr, flush=True)
             process.wait()
