@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -36,6 +37,8 @@ from depstat.estimate.profile import (
     MIN_PAIRS,
     CountOptions,
     GranularityFacts,
+    Order,
+    Population,
     Profile,
     Stopwatch,
     check_profile_options,
@@ -48,6 +51,7 @@ from depstat.io.sampling import (
     DEFAULT_SAMPLE,
     SAMPLE_RULES,
     STREAM_BUFFER,
+    SampleRule,
     Selection,
     describe,
     first_documents,
@@ -68,11 +72,12 @@ from depstat.tokenize.stream import TokenStream
 
 def profile(
     corpus: str | Corpus,
+    *,
     granularities: Sequence[str] | None = None,
     tokenizers: Sequence[str] = (),
     offsets: Sequence[int] | None = None,
     max_offset: int = DEFAULT_MAX_OFFSET,
-    estimator: str = est.DEFAULT_ESTIMATOR,
+    estimator: est.EstimatorName = est.DEFAULT_ESTIMATOR,
     confidence: float = 0.95,
     n_blocks: int = DEFAULT_BLOCKS,
     max_docs: int | None = None,
@@ -87,11 +92,11 @@ def profile(
     shared_dir: str | Path | None = None,
     pair_memory: int | None = None,
     shard_tokens: int | None = None,
-    sample: str = DEFAULT_SAMPLE,
+    sample: SampleRule = DEFAULT_SAMPLE,
     null_draws: int = DEFAULT_NULL_DRAWS,
-    order: str = DEFAULT_ORDER,
-    population: str = DEFAULT_POPULATION,
-    **corpus_options,
+    order: Order = DEFAULT_ORDER,
+    population: Population = DEFAULT_POPULATION,
+    **corpus_options: Any,
 ) -> Profile:
     """Profile a corpus (a path, glob, ``hf:OWNER/NAME`` or an open Corpus) at each granularity.
 
@@ -273,8 +278,8 @@ def _profile(
         if stream.vocab_size > DENSE_MAX_VOCAB:
             kernels_ready()  # the partitioned kernels: compiled beside this process on a first run
         table, skip = mi_profile(
-            stream, grid, options.estimator, options.confidence, options.n_blocks, options.seed,
-            timings=seconds, counter=run.counter, null_draws=options.null_draws, order=options.order,
+            stream, grid, options.estimator, confidence=options.confidence, n_blocks=options.n_blocks,
+            seed=options.seed, timings=seconds, counter=run.counter, null_draws=options.null_draws, order=options.order,
             population=options.population, layout=layout,
         )
         if table.height == 0:

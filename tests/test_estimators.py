@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 import numpy.testing as npt
 import pytest
 from scipy import stats
 
+import depstat
 from depstat.count import counting
 from depstat.count.counting import PairCounter
 from depstat.estimate import estimators as est
@@ -287,3 +290,13 @@ def test_the_null_keeps_the_real_pairs_marginals_where_documents_end(monkeypatch
     before, _ = mi_profile(stream, offsets)
     far = np.array(offsets) >= 64
     assert (before["ci_high"].to_numpy()[far] < 0).all()
+
+
+def test_estimator_name_type_lists_every_estimator() -> None:
+    """``EstimatorName``, the option's type for type checkers, names exactly the estimators there are."""
+    assert typing.get_args(est.EstimatorName) == est.ESTIMATORS
+
+
+def test_profile_takes_its_options_by_keyword_only() -> None:
+    with pytest.raises(TypeError, match="positional"):
+        depstat.profile("example", ["bytes"])

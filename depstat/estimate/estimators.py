@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import Literal
 
 import numpy as np
 from scipy import stats
@@ -71,6 +72,8 @@ ESTIMATOR_LIST = (
     Estimator("grassberger-rotation", "grassberger", "rotate"),
 )
 ESTIMATORS = tuple(e.name for e in ESTIMATOR_LIST)
+EstimatorName = Literal["plugin", "miller-madow", "grassberger", "jackknife", "shuffle", "rotation",
+                        "grassberger-rotation"]  # ESTIMATORS, for type checkers
 _BY_NAME = {e.name: e for e in ESTIMATOR_LIST}
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar, get_args
 
 import numpy as np
 import polars as pl
@@ -60,9 +60,11 @@ SCHEMA = {
 }
 REPLICATE_COLUMNS = ("replicates", "group_pairs")
 DEFAULT_NULL_DRAWS = 2
-ORDERS = ("shuffled", "reading")
+Order = Literal["shuffled", "reading"]
+ORDERS: tuple[Order, ...] = get_args(Order)
 DEFAULT_ORDER = "shuffled"
-POPULATIONS = ("all", "fixed")
+Population = Literal["all", "fixed"]
+POPULATIONS: tuple[Population, ...] = get_args(Population)
 DEFAULT_POPULATION = "all"
 # offsets whose pairs come from fewer than this share of a stream's documents are said to
 # rest on few documents: a change of population, not only of distance
@@ -316,7 +318,8 @@ _DERIVED = {
 def mi_profile(
     stream: TokenStream,
     offsets: Sequence[int],
-    estimator: str = est.DEFAULT_ESTIMATOR,
+    estimator: est.EstimatorName = est.DEFAULT_ESTIMATOR,
+    *,
     confidence: float = 0.95,
     n_blocks: int = DEFAULT_BLOCKS,
     seed: int = 0,
@@ -324,8 +327,8 @@ def mi_profile(
     timings: dict[str, float] | None = None,
     counter: Callable[..., PairCounter] = PairCounter,
     null_draws: int = DEFAULT_NULL_DRAWS,
-    order: str = DEFAULT_ORDER,
-    population: str = DEFAULT_POPULATION,
+    order: Order = DEFAULT_ORDER,
+    population: Population = DEFAULT_POPULATION,
     layout: tuple[np.ndarray, np.ndarray | None] | None = None,
 ) -> tuple[pl.DataFrame, list[int]]:
     """MI profile of one TokenStream: a table of rows and the offsets skipped for lack of pairs.
@@ -493,13 +496,13 @@ def _rows(
 class CountOptions:
     """How every stream of a profile is counted and estimated (``mi_profile``'s options)."""
 
-    estimator: str
+    estimator: est.EstimatorName
     confidence: float
     n_blocks: int
     seed: int
     null_draws: int
-    order: str
-    population: str
+    order: Order
+    population: Population
 
 
 def _first(series: pl.Series) -> float | None:

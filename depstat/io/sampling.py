@@ -18,13 +18,15 @@ import hashlib
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 import numpy as np
 
 from depstat.errors import DepstatError
 from depstat.io.corpus import Corpus, Document, ReadStats
 
-SAMPLE_RULES = ("random", "first")
+SampleRule = Literal["random", "first"]
+SAMPLE_RULES: tuple[SampleRule, ...] = get_args(SampleRule)
 DEFAULT_SAMPLE = "random"
 # Documents a streamed (hub) dataset's shuffle buffer holds: ``datasets`` shuffles the order
 # of its shards and draws from this buffer, so a sample spreads over shards without
