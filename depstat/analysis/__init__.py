@@ -1,1 +1,1 @@
-"""From a profile to advice: the kernel's kind and W (dependency), self-similarity (selfsim), the RoPE base and extension (recommend), the typed Analysis (result), per-group results (groups)."""
+"""From a profile to advice: the kernel's kind and W (dependency), self-similarity (selfsim), the RoPE base and extension (recommend), the typed Analysis (result)."""

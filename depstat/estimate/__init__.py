@@ -1,1 +1,1 @@
-"""Estimating MI: estimators and the jackknife (estimators), the pipeline and its Profile result (profile)."""
+"""Estimating MI: estimators and the jackknife (estimators), a stream's MI profile and the Profile result with its files (profile)."""

@@ -1,1 +1,1 @@
-"""Reading corpora: files, datasets and token ids (corpus), seeded samples (sampling), sources of known structure (synth)."""
+"""Reading corpora: Documents from files, datasets and token ids (corpus), each format opened and checked (formats), seeded samples (sampling)."""
