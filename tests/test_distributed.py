@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,6 @@ from depstat.count.distributed import (  # noqa: E402
     WorkerEncoder,
     dask_client,
     graph_plan,
-    graph_tasks,
     thread_memory,
 )
 from depstat.count.tables import shard_tables  # noqa: E402
@@ -43,6 +43,26 @@ from tests import naive  # noqa: E402
 pytestmark = pytest.mark.slow
 FIELDS = ("joint", "first", "second", "joint_jk", "first_jk", "second_jk", "block_pairs")
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def graph_tasks(
+    shards_per_block: Sequence[int], n_slots: int, n_ranges: int, n_swept: int = 0, merge_tables: int | None = None,
+) -> int:
+    """Tasks ``DaskCounter.sums_at`` submits for one batch of ``n_slots`` slots, given each
+    block's shard count and the first-token ranges, ``n_swept`` of the slots being the
+    rotation null at the batch's larger offsets (summed by its smallest offset's range and
+    combine tasks), merges holding ``merge_tables`` tables (default MERGE_FAN_IN): the
+    graph the scheduler is given."""
+    fan_in = max(2, (merge_tables or distributed.MERGE_FAN_IN) // n_slots)
+    merges = 0
+    for n in shards_per_block:
+        while n > 1:
+            n = -(-n // fan_in)
+            merges += n
+    n_shards = sum(shards_per_block)
+    several = n_ranges > 1
+    pieces, picks = (n_shards * n_ranges, n_slots * n_ranges * len(shards_per_block)) if several else (0, 0)
+    return n_shards + pieces + merges * n_ranges + picks + (n_slots - n_swept) * (n_ranges + 1)
 
 
 @pytest.fixture(scope="module")

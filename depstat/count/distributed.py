@@ -565,26 +565,6 @@ def thread_memory(client: object) -> int | None:
     return min(per_thread) if per_thread and all(per_thread) else None
 
 
-def graph_tasks(
-    shards_per_block: Sequence[int], n_slots: int, n_ranges: int, n_swept: int = 0, merge_tables: int | None = None,
-) -> int:
-    """Tasks ``DaskCounter.sums_at`` submits for one batch of ``n_slots`` slots, given each
-    block's shard count and the first-token ranges, ``n_swept`` of the slots being the
-    rotation null at the batch's larger offsets (summed by its smallest offset's range and
-    combine tasks), merges holding ``merge_tables`` tables (default MERGE_FAN_IN): the
-    graph the scheduler is given."""
-    fan_in = max(2, (merge_tables or MERGE_FAN_IN) // n_slots)
-    merges = 0
-    for n in shards_per_block:
-        while n > 1:
-            n = -(-n // fan_in)
-            merges += n
-    n_shards = sum(shards_per_block)
-    several = n_ranges > 1
-    pieces, picks = (n_shards * n_ranges, n_slots * n_ranges * len(shards_per_block)) if several else (0, 0)
-    return n_shards + pieces + merges * n_ranges + picks + (n_slots - n_swept) * (n_ranges + 1)
-
-
 def first_token_edges(stream: TokenStream, n_ranges: int) -> np.ndarray:
     """Key boundaries (``x * vocab``) of first-token ranges holding about equal numbers of positions."""
     vocab = int(stream.vocab_size)

@@ -273,10 +273,3 @@ def jackknife_bias(name: str, points: np.ndarray, reps: Replicates) -> np.ndarra
     if get(name).jackknifed:
         return np.zeros(np.shape(points))
     return np.abs(np.asarray(points, dtype=float) - weighted_jackknife_estimate(reps))
-
-
-def jackknife_interval(point: float, reps: np.ndarray, confidence: float) -> tuple[float, float, float]:
-    """(standard error, low, high) of one delete-one-block jackknife of equal blocks, Student-t with G-1 df."""
-    reps = np.asarray(reps, dtype=float)
-    out = intervals(np.array(point), Replicates(np.array(point), reps, np.ones(len(reps), dtype=np.int64)), confidence)
-    return tuple(float(v) for v in out)
