@@ -48,47 +48,13 @@ def run(name: str, out: str | Path, quick: bool = False, seeds: int | None = Non
                               scale=scale))
 
 
-def _ci(value: float, ci: list[float]) -> str:
-    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
-
-
 def summary(result: dict) -> str:
-    """A few console lines with the headline numbers of a result."""
+    """A few console lines with the headline numbers of a result: the runs, then the experiment's own
+    (its module's ``summary_lines``)."""
     kind = result["experiment"]
     runs = result.get("run_counts", {})
     setting = result.get("setting", "quick" if result["quick"] else "full")
-    lines = [f"{kind} ({setting}): {runs.get('trained', 0)} runs trained, "
-             f"{runs.get('reused', 0)} reused; {result['tokens_per_second']:.0f} tokens/s "
-             f"({result['threads']} threads)"]
-    if kind == "frequency-law":
-        lines.append(f"slope {_ci(result['slope'], result['slope_ci'])}, c {_ci(result['c'], result['c_ci'])}")
-        lines.append(result["verdict"])
-    elif kind == "base-sweep":
-        for name, p in sorted(result["per_base"].items(), key=lambda kv: kv[1]["base"]):
-            d = result["paired_differences"][name]
-            lines.append(f"  {name:<15} b = {p['base']:<10.4g} val loss {p['mean']:.4f} ± {p['std']:.4f} (n={p['n']}); "
-                         f"minus recommended {d['mean']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}]")
-        lines.append(f"best: {result['best']}; recommended within noise: {result['recommended_within_noise']}; "
-                     f"half of b_A worse: {result['too_low_worse']}; a tenth of the recommendation worse: "
-                     f"{result['tenth_worse']}")
-    elif kind == "pi":
-        for e in result["scorecard"]:
-            ci, gap = e["pi_minus_yarn_ci"], e["depstat_minus_best"]
-            lines.append(f"  {e['data']:<16} depstat: {e['predicted_method']:<4} ({e['dilation']}; {e['verdict']}); "
-                         f"best: {e['best_method']:<12} depstat - best {gap[0]:+.3f} [{gap[1]:+.3f}, {gap[2]:+.3f}]; "
-                         f"PI - YaRN {e['metric']} {e['pi_minus_yarn_accuracy']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}] "
-                         f"-> {'right' if e['correct'] else 'wrong'}")
-        lines.append(f"depstat's config: {result['correct']}")
-    elif kind == "lerope":
-        d, y = result["loss_delta_vs_rope_paired"], result["yarn_at_4L"]["lerope_minus_rope"]
-        frac = result["frozen_gain_fraction"]
-        lines.append(f"LeRoPE - RoPE val loss {d['mean']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (paper B -0.0066); "
-                     f"frozen gain fraction {'n/a' if frac is None else f'{frac:.2f}'} (paper B 0.636)")
-        lines.append(f"dominant wavelength {result['dominant_wavelength_over_Ltrain']:.2f} L_train (paper B 2.2); "
-                     f"depstat θ* wavelength {result['depstat']['theta_star_wavelength_over_Ltrain']:.2f} L_train; "
-                     f"with YaRN at {4}L: LeRoPE - RoPE {y['mean']:+.4f} [{y['ci'][0]:+.4f}, {y['ci'][1]:+.4f}]")
-        f = result["from_data"]
-        lines.append(f"before training, the gradient picks band {f['predicted_dominant_band']} (trained: "
-                     f"{f['trained_dominant_bands']}), drawn to wavelength {f['drawn_to_wavelength_over_Ltrain']:.2f} "
-                     f"L_train ({f['drawn_to_over_theta_star']:.2f} x depstat's θ*)")
-    return "\n".join(lines)
+    head = (f"{kind} ({setting}): {runs.get('trained', 0)} runs trained, {runs.get('reused', 0)} reused; "
+            f"{result['tokens_per_second']:.0f} tokens/s ({result['threads']} threads)")
+    module = importlib.import_module(f"depstat.validate.{EXPERIMENTS[kind]}")
+    return "\n".join([head, *module.summary_lines(result)])

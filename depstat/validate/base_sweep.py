@@ -106,6 +106,19 @@ def one_run(base: float, seed: int, s: dict, opts: Options) -> dict:
             "tokens_per_second": cfg.steps * cfg.batch_size * t["length"] / seconds}
 
 
+def summary_lines(result: dict) -> list[str]:
+    """Each base's validation loss and its difference from the recommended one, and the checks."""
+    lines = []
+    for name, p in sorted(result["per_base"].items(), key=lambda kv: kv[1]["base"]):
+        d = result["paired_differences"][name]
+        lines.append(f"  {name:<15} b = {p['base']:<10.4g} val loss {p['mean']:.4f} ± {p['std']:.4f} (n={p['n']}); "
+                     f"minus recommended {d['mean']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}]")
+    lines.append(f"best: {result['best']}; recommended within noise: {result['recommended_within_noise']}; "
+                 f"half of b_A worse: {result['too_low_worse']}; a tenth of the recommendation worse: "
+                 f"{result['tenth_worse']}")
+    return lines
+
+
 def run(opts: Options) -> dict:
     """Advise, train every base at equal compute, compare paired by seed; write result.json and the figure."""
     s = SETTINGS[opts.setting]

@@ -115,6 +115,14 @@ def one_run(block: int, ratio: float, seed: int, s: dict, opts: Options) -> dict
             "tokens_per_second": s["steps"] * s["batch_size"] * length / seconds}
 
 
+def summary_lines(result: dict) -> list[str]:
+    """The fitted slope and c with their intervals, and the verdict."""
+    def ci(value: float, bounds: list[float]) -> str:
+        return f"{value:.3f} [{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+    return [f"slope {ci(result['slope'], result['slope_ci'])}, c {ci(result['c'], result['c_ci'])}", result["verdict"]]
+
+
 def run(opts: Options) -> dict:
     """Sweep B and L/B, train, measure theta_eff, fit the law; write result.json and figures into opts.out."""
     s = SETTINGS[opts.setting]

@@ -87,6 +87,23 @@ def one_run(variant: str, seed: int, s: dict, data: dict, opts: Options, frozen:
             "effective_frequency": energy["effective_frequency"], "yarn_at_4L": yarn["loss"]}
 
 
+def summary_lines(result: dict) -> list[str]:
+    """LeRoPE against RoPE, the frozen-frequency ablation, the dominant band, and YaRN at 4L."""
+    d, y = result["loss_delta_vs_rope_paired"], result["yarn_at_4L"]["lerope_minus_rope"]
+    frac = result["frozen_gain_fraction"]
+    f = result["from_data"]
+    return [
+        f"LeRoPE - RoPE val loss {d['mean']:+.4f} [{d['ci'][0]:+.4f}, {d['ci'][1]:+.4f}] (paper B -0.0066); "
+        f"frozen gain fraction {'n/a' if frac is None else f'{frac:.2f}'} (paper B 0.636)",
+        f"dominant wavelength {result['dominant_wavelength_over_Ltrain']:.2f} L_train (paper B 2.2); "
+        f"depstat θ* wavelength {result['depstat']['theta_star_wavelength_over_Ltrain']:.2f} L_train; "
+        f"with YaRN at {4}L: LeRoPE - RoPE {y['mean']:+.4f} [{y['ci'][0]:+.4f}, {y['ci'][1]:+.4f}]",
+        f"before training, the gradient picks band {f['predicted_dominant_band']} (trained: "
+        f"{f['trained_dominant_bands']}), drawn to wavelength {f['drawn_to_wavelength_over_Ltrain']:.2f} "
+        f"L_train ({f['drawn_to_over_theta_star']:.2f} x depstat's θ*)",
+    ]
+
+
 def run(opts: Options) -> dict:
     """Train the variants over seeds; write result.json and figures."""
     s = SETTINGS[opts.setting]

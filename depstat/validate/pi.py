@@ -230,6 +230,19 @@ def text_run(kind: str, seed: int, s: dict, train_docs: list[str], val_docs: lis
 # the experiment
 
 
+def summary_lines(result: dict) -> list[str]:
+    """The scorecard: per kind of data, depstat's method against the best, and whether it was right."""
+    lines = []
+    for e in result["scorecard"]:
+        ci, gap = e["pi_minus_yarn_ci"], e["depstat_minus_best"]
+        lines.append(f"  {e['data']:<16} depstat: {e['predicted_method']:<4} ({e['dilation']}; {e['verdict']}); "
+                     f"best: {e['best_method']:<12} depstat - best {gap[0]:+.3f} [{gap[1]:+.3f}, {gap[2]:+.3f}]; "
+                     f"PI - YaRN {e['metric']} {e['pi_minus_yarn_accuracy']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}] "
+                     f"-> {'right' if e['correct'] else 'wrong'}")
+    lines.append(f"depstat's config: {result['correct']}")
+    return lines
+
+
 def run(opts: Options) -> dict:
     """Predict per kind of data, then train, extend and score; write result.json and the figure."""
     s = SETTINGS[opts.setting]
