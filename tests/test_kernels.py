@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import operator
+import os
+import subprocess
+import sys
 from dataclasses import replace
 
 import numba as nb
@@ -537,3 +540,22 @@ def test_prefetch_hints_change_nothing_even_far_past_the_array(ahead: int) -> No
     out = np.zeros(300, dtype=np.uint16)
     _fill_with_hints(out, ahead)
     npt.assert_array_equal(out, np.arange(300))
+
+
+def test_a_change_to_any_kernel_file_drops_the_package_cache(tmp_path) -> None:
+    """Numba checks only a kernel's own file against its cache; the package keeps a digest of all its
+    files beside the cache and drops every cached kernel of its modules when the digest differs."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    run = [sys.executable, "-c", "import depstat.count.kernels"]
+    subprocess.run(run, env=env, check=True)
+    (folder,) = [p.parent for p in tmp_path.rglob("depstat-kernels.digest")]
+    digest = (folder / "depstat-kernels.digest").read_text()
+    kept_aside, current = folder / "other.helper-1.py311.nbi", folder / "emit.kernel-1.py311.nbi"
+    for path in (kept_aside, current):
+        path.write_bytes(b"")
+    subprocess.run(run, env=env, check=True)
+    assert current.exists() and kept_aside.exists()  # same sources: the cache stands
+    (folder / "depstat-kernels.digest").write_text("an older version")
+    subprocess.run(run, env=env, check=True)
+    assert not current.exists() and kept_aside.exists()  # another package's cache is not touched
+    assert (folder / "depstat-kernels.digest").read_text() == digest

@@ -24,6 +24,20 @@ lining up with their partners, which would give the null real information; ``MOD
 the partner by a hash of ``(p, seed)``, an i.i.d. null kept for comparison.
 """
 
+import hashlib
+from pathlib import Path
+
+from numba.core.dispatcher import Dispatcher
+
+from depstat.count.kernels import (
+    common,
+    dense,
+    emit,
+    marginals,
+    partition,
+    pieces,
+    sweep,
+)
 from depstat.count.kernels.common import (
     DENSE_RANGE_CELLS,
     MODE_IID,
@@ -83,3 +97,33 @@ __all__ = [
     "partition_tables", "partition_tokens", "partner_runs", "piece_sums", "relabel", "row_sums",
     "swept_piece_sums", "token_counts",
 ]
+MODULES = ("common", "dense", "emit", "marginals", "partition", "pieces", "sweep")
+
+
+def _drop_stale_cache() -> None:
+    """Numba drops a kernel's cached code when the kernel's own file changes, not when a helper it compiles
+    in from another file of this package does; so a change to any file here drops every cached kernel of
+    the package (a digest of their sources is kept beside the cache). Where the cache cannot be read or
+    written, nothing is done."""
+    folder = Path(__file__).parent
+    digest = hashlib.blake2b(b"".join(p.read_bytes() for p in sorted(folder.glob("*.py"))), digest_size=16).hexdigest()
+    try:
+        caches = {Path(d._cache._cache_path) for m in (common, emit, partition, marginals, sweep, dense, pieces)
+                  for d in vars(m).values() if isinstance(d, Dispatcher)}
+    except AttributeError:
+        return
+    for cache in caches:
+        stamp = cache / "depstat-kernels.digest"
+        try:
+            if stamp.is_file() and stamp.read_text() == digest:
+                continue
+            for path in cache.glob("*.nb[ic]"):
+                if path.name.split(".", 1)[0] in MODULES:
+                    path.unlink(missing_ok=True)
+            cache.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(digest)
+        except OSError:
+            continue
+
+
+_drop_stale_cache()
