@@ -85,6 +85,8 @@ def test_save_and_load_round_trip(result: Profile, tmp_path: Path) -> None:
     assert set(summary["granularities"]) == {"bytes", "bpe-512", "words"}
     back = Profile.load(tmp_path)
     assert back.to_polars().equals(result.to_polars())
+    assert back.granularities == result.granularities  # every fact back, as a GranularityFacts
+    assert all("pair_list_null_from" in g and "round_trips" in g for g in summary["granularities"].values())
     assert not list(tmp_path.glob("*.tmp"))
 
 

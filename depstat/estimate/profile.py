@@ -114,10 +114,11 @@ class GranularityFacts:
                    extra={k: v for k, v in facts.items() if k not in known and k not in _DERIVED})
 
     def to_dict(self) -> dict:
-        """As ``summary.json`` holds them: the size fields always, the others where set."""
-        size = ("vocab_size", "n_tokens", "n_docs", "n_bytes", "bytes_per_token")
+        """As ``summary.json`` holds them: the size fields, ``round_trips`` and ``pair_list_null_from``
+        always (null where not measured or not rotated), the others where set."""
+        always = ("vocab_size", "n_tokens", "n_docs", "n_bytes", "bytes_per_token", "round_trips", "pair_list_null_from")
         out = {f.name: getattr(self, f.name) for f in fields(self)
-               if f.name != "extra" and (f.name in size or getattr(self, f.name) is not None)}
+               if f.name != "extra" and (f.name in always or getattr(self, f.name) is not None)}
         return {**out, **self.extra}
 
     @property
