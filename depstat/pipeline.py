@@ -178,8 +178,9 @@ def kernels_compiled_beside(needed: bool, options: CountOptions, max_offset: int
         nonlocal process
         if process is not None:
             if process.poll() is None and "rotate" in est.get(options.estimator).partners:
-                # the second process compiles the null's sweep first: the real pairs' kernels are
-                # compiled here meanwhile, and it loads them from the cache when it comes to them
+                # the second process compiles pair emission, then the null's sweep: the real pairs'
+                # kernels are compiled here meanwhile (pair emission loaded where it is cached by
+                # then), and it loads them from the cache when it comes to them
                 real_pairs(options.estimator, options.n_blocks)
             if process.poll() is None:
                 print("  waiting for the second process to finish compiling ...", file=sys.stderr, flush=True)
