@@ -2,9 +2,10 @@
 # Run the benchmark suite; each benchmark NAME writes its results page $OUT/NAME.txt whole.
 # Usage: benchmarks/run.sh [--quick]   (--quick: smaller corpora and fewer repeats, for a check)
 # Environment:
-#   ONLY    space-separated names to run (default: the suite, speed accuracy order analysis end_to_end dask)
+#   ONLY    space-separated names to run (default: the suite, speed marginal accuracy order analysis end_to_end dask)
 #   PYTHON  interpreter (default python); OUT: output folder (default benchmarks/output)
-#   BASE    git revision that ONLY=versions / versions_10m compare this checkout with (default HEAD~1)
+#   BASE    git revision that ONLY=versions / versions_10m compare this checkout with (default HEAD~1);
+#           marginal runs it beside this checkout only when BASE is set
 # Run only when named in ONLY:
 #   versions       this checkout's default profile against BASE's, interleaved in one process (1M tokens)
 #   versions_10m   the same at 10M tokens of bytes, BPE-8k and BPE-32k
@@ -18,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python}"
 OUT="${OUT:-benchmarks/output}"
-SUITE="speed accuracy order analysis end_to_end dask"
+SUITE="speed marginal accuracy order analysis end_to_end dask"
 for name in ${ONLY:-}; do
     if [[ " $SUITE versions versions_10m first_run scaling scaling_words scaling_1g " != *" $name "* ]]; then
         echo "unknown benchmark in ONLY: $name (the suite: $SUITE; also versions versions_10m first_run scaling scaling_words scaling_1g)" >&2
@@ -28,6 +29,7 @@ done
 mkdir -p "$OUT"
 
 speed_args=()
+marginal_args=()
 accuracy_args=()
 order_args=()
 analysis_args=()
@@ -36,6 +38,7 @@ dask_args=()
 versions_args=(--base "${BASE:-HEAD~1}")
 if [[ "${1:-}" == "--quick" ]]; then
     speed_args=(--tokens 250000 --repeats 2)
+    marginal_args=(--tokens 500000 --rounds 1)
     accuracy_args=(--quick)
     order_args=(--quick)
     analysis_args=(--quick)
@@ -68,6 +71,7 @@ run() {
 }
 
 run speed "$PYTHON" benchmarks/bench_speed.py "${speed_args[@]}"
+run marginal "$PYTHON" benchmarks/bench_marginal.py ${BASE:+--base "$BASE"} "${marginal_args[@]}"
 run accuracy "$PYTHON" benchmarks/bench_accuracy.py "${accuracy_args[@]}"
 run order "$PYTHON" benchmarks/bench_order.py "${order_args[@]}"
 run analysis "$PYTHON" benchmarks/bench_analysis.py "${analysis_args[@]}"
