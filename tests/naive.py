@@ -146,3 +146,15 @@ def plugin_mi_bits(x: np.ndarray, y: np.ndarray) -> float:
     px, py = pxy.sum(1, keepdims=True), pxy.sum(0, keepdims=True)
     nz = pxy > 0
     return float(np.sum(pxy[nz] * np.log2(pxy[nz] / (px @ py)[nz])))
+
+
+def deal(sizes: np.ndarray, n_bins: int) -> np.ndarray:
+    """``kernels.common._deal`` by its rule, directly: largest first (stable), each to the first least-loaded bin."""
+    out = np.full((n_bins, len(sizes)), -1, dtype=np.int64)
+    load, taken = np.zeros(n_bins, dtype=np.int64), np.zeros(n_bins, dtype=np.int64)
+    for i in np.argsort(-np.asarray(sizes, dtype=np.int64), kind="stable"):
+        b = int(np.argmin(load))
+        out[b, taken[b]] = i
+        taken[b] += 1
+        load[b] += sizes[i]
+    return out

@@ -220,13 +220,17 @@ def assert_dealt_once_each_and_balanced(deal: np.ndarray, sizes: list[int]) -> l
     return loads
 
 
-@settings(deadline=None)  # the first example compiles
+@given(st.lists(st.integers(0, 10**6), max_size=300), st.integers(1, 70))
+def test_deal_equals_its_naive_twin(sizes: list[int], n_bins: int) -> None:
+    """The heap's deal is the rule's: the same bin for every item, in the same order (ties included)."""
+    npt.assert_array_equal(kernels.common._deal(np.array(sizes, dtype=np.int64), n_bins), naive.deal(sizes, n_bins))
+
+
 @given(st.lists(st.integers(1, 1000), min_size=1, max_size=30), st.integers(1, 8))
 def test_blocks_are_dealt_once_each_and_balanced(sizes: list[int], n_workers: int) -> None:
     assert_dealt_once_each_and_balanced(kernels.common._deal_blocks(np.cumsum([0, *sizes]), n_workers), sizes)
 
 
-@settings(deadline=None)
 @given(st.lists(st.integers(0, 5000), min_size=1, max_size=200), st.integers(1, 8))
 def test_partitions_are_dealt_to_fixed_chunks_then_to_workers(sizes: list[int], n_workers: int) -> None:
     """Each partition in one chunk whatever the worker count (the chunks' sums are added in
