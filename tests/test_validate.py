@@ -339,6 +339,21 @@ def test_quick_results_make_sense(quick):
 
 
 @pytest.mark.slow
+def test_summary_states_each_experiments_headline(quick):
+    """validate.summary, as the CLI prints it: the run counts, then each experiment's own lines."""
+    from depstat import validate
+
+    pi = validate.summary(quick["pi"][1]).splitlines()
+    assert pi[0].startswith("pi (quick): ") and pi[-1] == f"depstat's config: {quick['pi'][1]['correct']}"
+    assert [line.split("depstat:")[0].strip() for line in pi[1:-1]] == [e["data"] for e in quick["pi"][1]["scorecard"]]
+    law = validate.summary(quick["frequency-law"][1]).splitlines()
+    assert law[1].startswith(f"slope {quick['frequency-law'][1]['slope']:.3f} [") and law[2] == quick["frequency-law"][1]["verdict"]
+    sweep = validate.summary(quick["base-sweep"][1]).splitlines()
+    assert len(sweep) == 2 + len(quick["base-sweep"][1]["per_base"]) and sweep[-1].startswith("best: ")
+    lerope = validate.summary(quick["lerope"][1]).splitlines()
+    assert lerope[1].startswith("LeRoPE - RoPE val loss") and "gradient picks band" in lerope[3]
+
+
 def test_rerun_reuses_finished_runs(quick, capsys):
     d, first, _ = quick["frequency-law"]
     runs = sorted((d / "runs").glob("*.json"))
