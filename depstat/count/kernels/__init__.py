@@ -97,7 +97,7 @@ __all__ = [
     "partition_tables", "partition_tokens", "partner_runs", "piece_sums", "relabel", "row_sums",
     "swept_piece_sums", "token_counts",
 ]
-MODULES = ("common", "dense", "emit", "marginals", "partition", "pieces", "sweep")
+MODULES = (common, dense, emit, marginals, partition, pieces, sweep)
 
 
 def _drop_stale_cache() -> None:
@@ -108,17 +108,17 @@ def _drop_stale_cache() -> None:
     folder = Path(__file__).parent
     digest = hashlib.blake2b(b"".join(p.read_bytes() for p in sorted(folder.glob("*.py"))), digest_size=16).hexdigest()
     try:
-        caches = {Path(d._cache._cache_path) for m in (common, emit, partition, marginals, sweep, dense, pieces)
-                  for d in vars(m).values() if isinstance(d, Dispatcher)}
+        caches = {Path(d._cache._cache_path) for m in MODULES for d in vars(m).values() if isinstance(d, Dispatcher)}
     except AttributeError:
         return
+    stems = {m.__name__.rpartition(".")[2] for m in MODULES}  # cache files are named FILE-STEM.KERNEL-LINE...
     for cache in caches:
         stamp = cache / "depstat-kernels.digest"
         try:
             if stamp.is_file() and stamp.read_text() == digest:
                 continue
             for path in cache.glob("*.nb[ic]"):
-                if path.name.split(".", 1)[0] in MODULES:
+                if path.name.split(".", 1)[0] in stems:
                     path.unlink(missing_ok=True)
             cache.mkdir(parents=True, exist_ok=True)
             stamp.write_text(digest)
