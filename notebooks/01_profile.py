@@ -306,9 +306,10 @@ assert sig[:5].all() and not sig[-5:].any()
 # - a power law, I = B r^−α + floor: no length of its own;
 # - a composite, A exp(−(r − 1)/ξ) + B r^−α + floor: a local part on a scale-free tail.
 #
-# `Fitted.model` is the power law unless the exponential's chi² gain over it is above zero
-# by its one-sided jackknife bound (and by AICc); the composite where it gains so over both
-# and its tail is measured (`Fitted.evidence(richer, simpler)` gives each gain). `kernel_width`
+# `Fitted.model` is the power law unless the exponential's chi² gain over it is shown by a
+# parametric bootstrap (draws of the power law's fit plus noise with the profile's covariance,
+# both models refitted; p ≤ 0.05) and by AICc; the composite where it gains so over both and
+# its tail is measured (`Fitted.evidence(richer, simpler)` gives each gain and p-value). `kernel_width`
 # says what the chosen model shows (`Width.kind`): `characteristic` (an exponential whose
 # width **W = ξ ln 10**, the offset within which 90 % of the kernel above the floor lies, is
 # well inside the profiled range), `local` (W of a few tokens), `scale-free` (no length of

@@ -7,6 +7,8 @@ import typing
 import numpy as np
 import numpy.testing as npt
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 import depstat
@@ -155,6 +157,25 @@ def test_weighted_jackknife_of_a_mean_has_the_group_means_as_pseudo_values() -> 
     want = np.sqrt(np.mean([(v.mean() - x.mean()) ** 2 * len(v) / (n - len(v)) for v in groups]))
     assert got == pytest.approx(want, rel=1e-12)
     assert est.weighted_jackknife_estimate(est.Replicates(np.array(x.mean()), reps, m)) == pytest.approx(x.mean())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(2, 9))
+def test_jackknife_deviations_square_to_the_jackknife_variance(seed: int, groups: int) -> None:
+    """Random signs on the deviations draw noise of the jackknife's covariance: each row's
+    deviations square to its jackknife variance, and groups without pairs contribute nothing."""
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, 30, size=(4, groups))
+    reps = est.Replicates(rng.normal(size=4), rng.normal(size=(4, groups)), pairs)
+    d = est.jackknife_deviations(reps)
+    se = est.jackknife_se(reps)
+    ok = np.isfinite(se)
+    npt.assert_allclose((d**2).sum(axis=1)[ok], se[ok] ** 2, rtol=1e-9, atol=1e-12)
+    assert np.all(d[pairs == 0] == 0)
+    for row in np.nonzero(ok)[0]:
+        used = pairs[row] > 0
+        assert (d[row] ** 2).sum() == pytest.approx(weighted_jackknife_se(float(reps.full[row]), reps.values[row][used],
+                                                                          pairs[row][used]) ** 2, rel=1e-9)
 
 
 def test_null_draws_are_averaged_and_their_spread_enters_the_interval(small_stream: TokenStream) -> None:

@@ -8,11 +8,12 @@ bias, or information a whole document shares), are fitted to I(r) by weighted le
 - power, B r^-alpha + c: no length of its own;
 - composite, A e^(-(r-1)/xi) + B r^-alpha + c: a local part on top of a scale-free tail.
 
-A richer model is chosen only where it fits better beyond its error: its chi2 gain over the
-simpler one has a one-sided 95 % lower bound above zero over the profile's whole-profile
-jackknife replicates (each model is refitted on every replicate, so the test keeps the
-covariance across offsets), and the smaller AICc. The exponential needs that against the power
-law, the composite against both. A profile without replicates (an exact one) goes by AICc alone.
+A richer model is chosen only where it fits better beyond its error and has the smaller AICc:
+a parametric bootstrap rejects the simpler model at 5 % (draws of the simpler model's fit plus
+noise with the profile's covariance across offsets, from its jackknife replicates; both models
+refitted on each). The exponential needs that against the power law, the composite against
+both. A profile without replicates (an exact one) goes by AICc alone. Every model is also
+refitted on each replicate, which gives every parameter its interval.
 
 ``Width.kind`` says what the chosen model shows: ``local`` (90 % of the kernel within
 ``LOCAL_TOKENS``), ``characteristic`` (an exponential whose q90 width W = xi ln 10 lies well
@@ -26,6 +27,7 @@ replicate interval, and ``chi2_dof`` says whether the chosen model describes the
 from __future__ import annotations
 
 import math
+import zlib
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 
@@ -40,7 +42,8 @@ MIN_DOCS = 20  # documents an offset needs to be used (or half the corpus's, for
 REL_SE_FLOOR = 0.02  # relative error floor of a point's weight, so one tiny-se point cannot dominate
 MODELS = ("exponential", "power", "composite")
 N_PARAMS = {"exponential": 3, "power": 3, "composite": 5}
-CONFIDENCE = 0.95  # one-sided: a richer model's chi2 gain must exceed zero at this level
+CONFIDENCE = 0.95  # a richer model is chosen where its bootstrap test rejects the simpler at 1 - CONFIDENCE
+NULL_DRAWS = 59  # bootstrap draws of one model-choice test: p can reach 1 / 60
 MIN_PEAKS = 3  # peaks beyond their error a periodic kernel needs
 FITS_WELL = 2.0  # chi2/dof above which the report says the chosen model does not describe the data
 
@@ -186,16 +189,22 @@ def fit_errors(mi: np.ndarray, se: np.ndarray) -> np.ndarray:
     return np.maximum(np.maximum(np.nan_to_num(se), REL_SE_FLOOR * np.abs(mi)), 1e-4 * max(float(mi.max()), 1e-12))
 
 
+def floor_cap(mi: np.ndarray) -> float:
+    """The highest floor a fit may take: the profile's lower decile (at least zero)."""
+    return max(float(np.quantile(mi, 0.1)), 0.0) + 1e-12
+
+
 def fit_decay(r: np.ndarray, mi: np.ndarray, se: np.ndarray, model: str,
-              starts: list[list[float]] | None = None) -> DecayFit | None:
-    """Weighted least-squares fit of one model with a floor, from ``starts`` (free parameters; by
-    default a few spread guesses); the lowest chi2 of them, or None when none can be fitted."""
+              starts: list[list[float]] | None = None, cap: float | None = None) -> DecayFit | None:
+    """Weighted least-squares fit of one model with a floor at most ``cap`` (default: ``floor_cap``
+    of ``mi``), from ``starts`` (free parameters; by default a few spread guesses); the lowest
+    chi2 of them, or None when none can be fitted."""
     r, y = np.asarray(r, float), np.asarray(mi, float)
     if r.size < N_PARAMS[model] + 1 or not np.any(y > 0):
         return None
     peak = float(max(y.max(), 1e-12))
     sigma = fit_errors(y, se)
-    c_max = max(float(np.quantile(y, 0.1)), 0.0) + 1e-12
+    c_max = floor_cap(y) if cap is None else cap
     amp = (math.log(peak) - 20, math.log(peak) + 10)
     length = (math.log(0.05), math.log(1e3 * r.max()) if model == "exponential" else math.log(r.max()))
     lo, hi = {"exponential": ([amp[0], length[0], 0.0], [amp[1], length[1], c_max]),
@@ -258,20 +267,23 @@ def fits_of(r: np.ndarray, mi: np.ndarray, se: np.ndarray, near: dict[str, Decay
 
 @dataclass(frozen=True)
 class Evidence:
-    """How much better a richer model fits: its chi2 gain, the gain's jackknife error and its
-    one-sided lower bound (``CONFIDENCE``); the AICc difference (richer minus simpler)."""
+    """How much better a richer model fits: its chi2 gain, the test's p-value ((1 + draws whose
+    gain reaches it) / (1 + draws), from parametric-bootstrap draws of the simpler model's fit;
+    None where no draw was made: no replicates, or the AICc already prefers the simpler), the
+    draws made, and the AICc difference (richer minus simpler)."""
 
     richer: str
     simpler: str
     gain: float
-    se: float
-    low: float
+    p_value: float | None
+    draws: int
     aicc_change: float
 
     @property
     def shown(self) -> bool:
-        """The richer model fits better beyond its error, and by AICc."""
-        return self.aicc_change < 0 and (self.low > 0 or math.isnan(self.se) and self.gain > 0)
+        """The richer model fits better beyond its error (or, without replicates, at all), and by AICc."""
+        beyond = self.p_value <= 1 - CONFIDENCE if self.p_value is not None else self.gain > 0
+        return self.aicc_change < 0 and beyond
 
 
 def exponential_width(xi: float) -> float:
@@ -296,6 +308,31 @@ def power_width(alpha: float) -> float:
     return max(1.0, hi)
 
 
+def null_test(c: Curve, fits: dict[str, DecayFit], richer: str, simpler: str, gain: float) -> tuple[int, int]:
+    """A parametric-bootstrap test of ``richer`` against ``simpler``: (draws whose chi2 gain
+    reaches ``gain``, draws made). Each draw is the simpler model's fit plus noise of the
+    profile's covariance (random signs on the replicates' jackknife deviations), both models
+    refitted; the draws stop once the gain cannot be shown (Besag and Clifford 1991)."""
+    if c.replicates.shape[1] < 2:
+        return 0, 0
+    reps = est.Replicates(c.mi, c.replicates, np.broadcast_to(c.weights, c.replicates.shape))
+    noise = est.jackknife_deviations(reps)
+    base, cap = fits[simpler].predict(c.offsets), floor_cap(c.mi)  # the models' space is the profile's
+    rng = np.random.default_rng(zlib.crc32(np.ascontiguousarray(c.mi).tobytes() + f"{richer}>{simpler}".encode()))
+    enough = math.floor((1 - CONFIDENCE) * (NULL_DRAWS + 1)) - 1  # more hits than this and p exceeds 1 - CONFIDENCE
+    hits = 0
+    for draw in range(1, NULL_DRAWS + 1):
+        y = base + noise @ rng.choice((-1.0, 1.0), noise.shape[1])
+        s, r = (fit_decay(c.offsets, y, c.se, m, [_pack(fits[m])], cap) for m in (simpler, richer))
+        if s is None or r is None:
+            continue
+        nested = richer == "composite"  # the composite nests both others: never worse than the simpler's fit
+        hits += s.chi2 - (min(r.chi2, s.chi2) if nested else r.chi2) >= gain
+        if hits > enough:
+            return hits, draw
+    return hits, NULL_DRAWS
+
+
 @dataclass(frozen=True)
 class Fitted:
     """A Curve with every model fitted to its point profile and to each replicate."""
@@ -305,15 +342,22 @@ class Fitted:
     replicate_fits: tuple[dict[str, DecayFit], ...]
 
     def evidence(self, richer: str, simpler: str) -> Evidence | None:
-        """The chi2 gain of ``richer`` over ``simpler`` with its replicate bound; None without both fits."""
+        """The chi2 gain of ``richer`` over ``simpler`` with its bootstrap test; None without both fits."""
         if richer not in self.fits or simpler not in self.fits:
             return None
-        gain = self.fits[simpler].chi2 - self.fits[richer].chi2
-        values = np.array([fs[simpler].chi2 - fs[richer].chi2 if richer in fs and simpler in fs else np.nan
-                           for fs in self.replicate_fits])
-        se, low, _ = replicate_interval(gain, values, self.curve.weights, 2 * CONFIDENCE - 1)
-        return Evidence(richer, simpler, gain, se, low if np.isfinite(low) else gain,
-                        self.fits[richer].aicc - self.fits[simpler].aicc)
+        key = (richer, simpler)
+        if key not in self._tests:
+            fit = self.fits[richer]
+            gain = self.fits[simpler].chi2 - fit.chi2
+            hits, draws = (0, 0) if fit.aicc >= self.fits[simpler].aicc else null_test(self.curve, self.fits, richer,
+                                                                                      simpler, gain)
+            self._tests[key] = Evidence(richer, simpler, gain, (1 + hits) / (1 + draws) if draws else None, draws,
+                                        fit.aicc - self.fits[simpler].aicc)
+        return self._tests[key]
+
+    @cached_property
+    def _tests(self) -> dict[tuple[str, str], Evidence]:
+        return {}
 
     @cached_property
     def model(self) -> str | None:

@@ -240,7 +240,7 @@ def _self_similarity(fits: dict[str, Fitted], widths: dict[str, Width], model: s
     tail_vs_exp = f.evidence(w.preferred_model, "exponential")
     if tail_vs_exp is None or not tail_vs_exp.shown:
         return verdict("inconclusive", f"{model}: a power-law tail is not told from an exponential beyond its error "
-                                       "(chi2 gain, one-sided bound): profile more tokens to decide")
+                                       "(the bootstrap test of its chi2 gain): profile more tokens to decide")
     onset = w.crossover or 1.0
     onset_ci = w.crossover_ci or (onset, onset)
     alpha = w.alpha

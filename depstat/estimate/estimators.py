@@ -191,22 +191,39 @@ def estimate_draws(
     return point, Replicates(full, values, np.asarray(real.block_pairs)), draw_se
 
 
+def _pseudo_values(reps: Replicates) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(h, groups used, pseudo-values, their mean) of the weighted delete-a-group jackknife;
+    h = n / m_g is infinite for a group without pairs."""
+    used = reps.used
+    m = np.where(used, reps.pairs, 0).astype(float)
+    n = m.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.where(used, n / m, np.inf)
+        full = np.asarray(reps.full, dtype=float)[..., None]
+        theta_j = used.sum(axis=-1) * full[..., 0] - np.sum(np.where(used, (1 - m / n) * reps.values, 0.0), axis=-1)
+        pseudo = h * full - (h - 1) * reps.values
+    return h, used.sum(axis=-1), pseudo, theta_j
+
+
 def jackknife_se(reps: Replicates) -> np.ndarray:
     """Standard error of the weighted delete-a-group jackknife (Busing, Meijer and van der
     Leeden 1999), groups weighted by their pairs; with equal groups it is the usual
     sqrt((G-1)/G sum (theta_-g - mean)^2). NaN under 2 groups with pairs."""
-    used = reps.used
-    m = np.where(used, reps.pairs, 0).astype(float)
-    n = m.sum(axis=-1, keepdims=True)
-    g = used.sum(axis=-1)
+    h, g, pseudo, theta_j = _pseudo_values(reps)
     with np.errstate(divide="ignore", invalid="ignore"):
-        h = np.where(used, n / m, np.inf)
-        full = np.asarray(reps.full, dtype=float)[..., None]
-        theta_j = g * full[..., 0] - np.sum(np.where(used, (1 - m / n) * reps.values, 0.0), axis=-1)
-        pseudo = h * full - (h - 1) * reps.values
-        terms = np.where(used & (h > 1), (pseudo - theta_j[..., None]) ** 2 / (h - 1), 0.0)
+        terms = np.where(reps.used & (h > 1), (pseudo - theta_j[..., None]) ** 2 / (h - 1), 0.0)
         se = np.sqrt(terms.sum(axis=-1) / g)
     return np.where(g >= 2, se, np.nan)
+
+
+def jackknife_deviations(reps: Replicates) -> np.ndarray:
+    """Each group's signed share of the weighted jackknife's error: d[..., g] with
+    sum_g d[..., g]**2 = jackknife_se(reps)**2 and the covariance across rows kept, so random
+    signs on the groups draw noise of the estimate's covariance. Zero for groups without pairs."""
+    h, g, pseudo, theta_j = _pseudo_values(reps)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = (pseudo - theta_j[..., None]) / np.sqrt(g[..., None] * (h - 1))
+    return np.where(reps.used & (h > 1), d, 0.0)
 
 
 def weighted_jackknife_estimate(reps: Replicates) -> np.ndarray:
