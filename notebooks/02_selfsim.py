@@ -132,7 +132,7 @@ pl.DataFrame([
 # The tree text's bytes and words are power laws from the first offset (r_x = 1); its BPE
 # kernels are composites whose local part is about one token, so their tails take over at
 # once (r_x ≈ 1). The natural text is a power law with a floor at every granularity here
-# (the composite gains over the exponential, not over the power law). The arithmetic has
+# (no richer model is shown over it). The arithmetic has
 # lengths of its own: bpe-1k is characteristic (W ≈ 21 tokens), bpe-8k and words periodic
 # (problem lines of a regular shape); its bytes are a composite whose local part reaches
 # tens of bytes before a tail takes over. chi2/dof above 2 says the chosen model does not
@@ -293,8 +293,8 @@ print({corpus: point_rule(fits[corpus][MODEL], widths[corpus][MODEL]) for corpus
 # size, docs/estimators.md), a systematic error that all replicates share and so cannot
 # show. The verdict must survive it: the model granularity's profile is refitted with every
 # point moved up by its bound, and again down, and both must stay self-similar; otherwise
-# the verdict is *inconclusive*. Where the bound is a large share of I (open vocabularies,
-# small corpora), that can undo it:
+# the verdict is *inconclusive*. The bound can be a large share of I (open vocabularies,
+# small corpora):
 
 # %%
 def moved(c, sign: int):
@@ -343,15 +343,12 @@ for corpus, ss in results.items():
 #   (about 6 bytes); from there its exponent is the same over the first cell and beyond, to
 #   within a few hundredths, and stays so with every point moved by its bias bound (about a
 #   quarter of I): *self-similar* from about one token to the end of the profile.
-# - **Natural text.** bpe-8k is a power law with a floor, so the onset is its first offset.
-#   Its tail stands above twice its error only up to about a dozen tokens before it sinks
-#   into the floor (the bundled corpus is 466 KB; the errors at bpe-8k are large, notebook
-#   1), and the exponent falls by about 0.2 from the first cell to the rest: within the
-#   margin at its point, over a dozen tokens that span `MIN_SPAN` (8×), so the point rule
-#   says *self-similar*. But the bias bound at bpe-8k is most of I (median share about
-#   0.8): with every point moved down by it the check no longer decides (and moved up, the
-#   fit trades floor for tail), so the verdict is *inconclusive* — profile more text to
-#   decide.
+# - **Natural text.** bpe-8k is a power law with a floor, but its tail stands above twice
+#   its error only up to about a dozen tokens before it sinks into the floor (the bundled
+#   corpus is 466 KB; the errors at bpe-8k are large, notebook 1), and the bootstrap test
+#   does not show the power law over an exponential: no tail is measured, and the verdict is
+#   *inconclusive* — profile more text to decide. Its bias bound is most of I (median share
+#   about 0.8), so a tail measured on this little text would still have that check to pass.
 # - **Arithmetic.** bpe-8k's kernel is periodic: *not self-similar*, whatever its tail.
 #
 # ## The other granularities' tail exponents
@@ -405,11 +402,8 @@ choices = pl.DataFrame([
 choices.pivot(on="margin", index=["corpus", "model granularity"], values="verdict")
 
 # %% [markdown]
-# The natural text's bpe-8k and bpe-1k are *inconclusive* at every margin: their changes
-# (about +0.17 to +0.19) are beyond 0.1 at their point but not by their bound, and within
-# 0.25 and 0.5 only until the bias bound moves the points. Its words change by +0.27:
-# beyond 0.1 by its bound (*not self-similar*), within 0.5 over too short a range
-# (*inconclusive*). Its bytes, whose bias bound is a percent or two of I, keep one exponent
+# The natural text's bpe-8k, bpe-1k and words are *inconclusive* at every margin: their
+# power-law tails are not told from an exponential. Its bytes, whose bias bound is a percent or two of I, keep one exponent
 # from the first byte over the whole range (a change of +0.03), but a later start within 8x
 # changes beyond 0.1 and 0.25, so they are *inconclusive* at those margins and *self-similar*
 # from the first byte only at 0.5. The tree text's changes are within every margin shown; at bpe-1k the onset moves past its crossover (r = 1) to r = 6, or 7 at a
@@ -445,11 +439,10 @@ assert abs(tree.dilation.change) < 0.05 and tree.dilation.r_high > 100 * tree.di
 assert all(abs(e.alpha - 0.5) < 0.1 for e in tree.exponents) and len(tree.exponents) == 3
 assert not tree_w["bpe-1k"].fits_data and tree_w[MODEL].fits_data
 assert all(w.kind == "scale-free" for w in natural_w.values())
-assert natural.verdict == "inconclusive" and natural.onset_tokens == 1 and "bias bound" in natural.reasons[0]
-assert natural.dilation.r_high < 2 * MIN_SPAN * natural.dilation.r_low  # a short range ...
-assert abs(natural.dilation.change) <= MARGIN < natural.dilation.bounds[1]  # ... and a change not pinned down
+assert natural.verdict == "inconclusive" and natural.onset_tokens is None and "exponential" in natural.reasons[0]
+assert natural.dilation is None and not fits["natural text"][MODEL].evidence("power", "exponential").shown
 bias = {r["corpus"]: r for r in bias_table.iter_rows(named=True)}
-assert bias["natural text"]["point rule"] == "self-similar" and bias["natural text"]["moved down"] == "inconclusive"
+assert bias["natural text"]["point rule"] == "inconclusive"
 assert bias["natural text"]["median bias / I"] > 0.5 and 0.1 < bias["tree text"]["median bias / I"] < 0.4
 assert bias["tree text"]["moved up"] == bias["tree text"]["moved down"] == "self-similar"
 assert natural.exponent_spread > 0.1 and natural.exponent_spread_bounds[0] > 0
@@ -457,11 +450,9 @@ assert arithmetic_w[MODEL].kind == "periodic" and arithmetic.verdict == "not sel
 assert arithmetic_w["bytes"].kind == "composite" and arithmetic_w["bytes"].crossover > 30
 assert [e.granularity for e in arithmetic.exponents] == ["bytes"] and arithmetic.exponent_spread is None
 verdicts = {(r["corpus"], r["model granularity"], r["margin"]): r["verdict"] for r in choices.iter_rows(named=True)}
-assert {verdicts["natural text", g, m] for g in (MODEL, "bpe-1k") for m in (0.1, MARGIN, 0.5)} == {"inconclusive"}
+assert {verdicts["natural text", g, m] for g in (MODEL, "bpe-1k", "words") for m in (0.1, MARGIN, 0.5)} == {"inconclusive"}
 assert [verdicts["natural text", "bytes", m] for m in (0.1, MARGIN, 0.5)] == ["inconclusive", "inconclusive",
                                                                                "self-similar"]
-assert [verdicts["natural text", "words", m] for m in (0.1, MARGIN, 0.5)] == ["not self-similar", "inconclusive",
-                                                                               "inconclusive"]
 onsets = {(r["corpus"], r["model granularity"], r["margin"]): r["onset (tokens)"] for r in choices.iter_rows(named=True)}
 assert widths["tree text"]["bpe-1k"].crossover == 1 and onsets["tree text", "bpe-1k", MARGIN] > 3
 assert {v for (c, g, _), v in verdicts.items() if c == "tree text" and g != "words"} == {"self-similar"}
