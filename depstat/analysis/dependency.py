@@ -310,25 +310,28 @@ def power_width(alpha: float) -> float:
 
 def null_test(c: Curve, fits: dict[str, DecayFit], richer: str, simpler: str, gain: float) -> tuple[int, int]:
     """A parametric-bootstrap test of ``richer`` against ``simpler``: (draws whose chi2 gain
-    reaches ``gain``, draws made). Each draw is the simpler model's fit plus noise of the
-    profile's covariance (random signs on the replicates' jackknife deviations), both models
-    refitted; the draws stop once the gain cannot be shown (Besag and Clifford 1991)."""
-    if c.replicates.shape[1] < 2:
+    reaches ``gain``, draws made); (0, 0) with fewer than two groups of replicates. Each draw is
+    the simpler model's fit plus noise of the profile's covariance (random signs on the
+    replicates' jackknife deviations, and independent noise for what se holds beyond them),
+    both models refitted from the data's fits; a draw that cannot be fitted counts as reaching
+    the gain. The draws stop once the gain cannot be shown (Besag and Clifford 1991)."""
+    if c.replicates.shape[1] < 2 or (c.weights > 0).sum() < 2:
         return 0, 0
     reps = est.Replicates(c.mi, c.replicates, np.broadcast_to(c.weights, c.replicates.shape))
     noise = est.jackknife_deviations(reps)
+    rest = np.sqrt(np.maximum(c.se**2 - (noise**2).sum(axis=1), 0.0))  # e.g. the null draws' error
+    rest[rest <= 1e-6 * c.se] = 0.0  # rounding, where se is the jackknife's alone
     base, cap = fits[simpler].predict(c.offsets), floor_cap(c.mi)  # the models' space is the profile's
-    rng = np.random.default_rng(zlib.crc32(np.ascontiguousarray(c.mi).tobytes() + f"{richer}>{simpler}".encode()))
-    enough = math.floor((1 - CONFIDENCE) * (NULL_DRAWS + 1)) - 1  # more hits than this and p exceeds 1 - CONFIDENCE
+    seed = zlib.crc32(np.ascontiguousarray(c.mi).tobytes() + f"{richer}>{simpler}".encode())
+    signs, normal = np.random.default_rng(seed), np.random.default_rng(seed + 1)
+    allowed = round((1 - CONFIDENCE) * (NULL_DRAWS + 1)) - 1  # hits beyond this and p exceeds 1 - CONFIDENCE
     hits = 0
     for draw in range(1, NULL_DRAWS + 1):
-        y = base + noise @ rng.choice((-1.0, 1.0), noise.shape[1])
+        y = base + noise @ signs.choice((-1.0, 1.0), noise.shape[1]) + rest * normal.standard_normal(rest.size)
         s, r = (fit_decay(c.offsets, y, c.se, m, [_pack(fits[m])], cap) for m in (simpler, richer))
-        if s is None or r is None:
-            continue
         nested = richer == "composite"  # the composite nests both others: never worse than the simpler's fit
-        hits += s.chi2 - (min(r.chi2, s.chi2) if nested else r.chi2) >= gain
-        if hits > enough:
+        hits += s is None or r is None or s.chi2 - (min(r.chi2, s.chi2) if nested else r.chi2) >= gain
+        if hits > allowed:
             return hits, draw
     return hits, NULL_DRAWS
 
