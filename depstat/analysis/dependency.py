@@ -365,17 +365,25 @@ class Fitted:
     @cached_property
     def model(self) -> str | None:
         """The chosen model: the power law unless the exponential fits better beyond its error,
-        then the composite where it fits better than both beyond its error and its tail is measured."""
+        then the composite where its tail is measured and it fits better than both beyond its error
+        (tested first against the simpler model chosen, and no further once a test fails)."""
         if not self.fits:
             return None
         simple = "power" if "power" in self.fits else "exponential" if "exponential" in self.fits else None
         exp_over_power = self.evidence("exponential", "power")
         if exp_over_power is not None and exp_over_power.shown:
             simple = "exponential"
-        composite = [self.evidence("composite", s) for s in ("exponential", "power")]
-        if all(e is not None and e.shown for e in composite) and self.tail_measured():
-            return "composite"
-        return simple
+        if not self.tail_measured():
+            return simple
+        for against in (simple, *(m for m in ("exponential", "power") if m != simple)):  # the likelier to fail first
+            e = self.evidence("composite", against)
+            if e is None or not e.shown:
+                return simple
+        return "composite"
+
+    def tests_made(self) -> tuple[Evidence, ...]:
+        """The model tests run so far, in order: those the choice needed, and any asked for since."""
+        return tuple(self._tests.values())
 
     def tail_measured(self) -> bool:
         """Whether the composite's tail is the slow part: above twice its error at some offset
@@ -495,8 +503,7 @@ def kernel_width(f: Fitted, confidence: float = 0.95) -> Width:
         return Width(**base, **empty, kind="none", reason="no offset has mutual information distinguishable from zero")
     model, fit = f.model, f.fits[f.model]
     chi2_dof = fit.chi2 / fit.dof
-    evidence = tuple(e for e in (f.evidence("exponential", "power"), f.evidence("composite", "exponential"),
-                                 f.evidence("composite", "power")) if e is not None)
+    evidence = f.tests_made()
     _, f_lo, f_hi = f.interval(lambda x: x.floor, confidence)
     common = dict(floor=fit.floor, floor_ci=(f_lo, f_hi), preferred_model=model, fits=f.fits, chi2_dof=chi2_dof,
                   evidence=evidence)
