@@ -325,11 +325,11 @@ def null_test(c: Curve, fits: dict[str, DecayFit], richer: str, simpler: str, ga
     seed = zlib.crc32(np.ascontiguousarray(c.mi).tobytes() + f"{richer}>{simpler}".encode())
     signs, normal = np.random.default_rng(seed), np.random.default_rng(seed + 1)
     allowed = round((1 - CONFIDENCE) * (NULL_DRAWS + 1)) - 1  # hits beyond this and p exceeds 1 - CONFIDENCE
+    nested = richer == "composite"  # the composite nests both others: never worse than the simpler's fit
     hits = 0
     for draw in range(1, NULL_DRAWS + 1):
         y = base + noise @ signs.choice((-1.0, 1.0), noise.shape[1]) + rest * normal.standard_normal(rest.size)
         s, r = (fit_decay(c.offsets, y, c.se, m, [_pack(fits[m])], cap) for m in (simpler, richer))
-        nested = richer == "composite"  # the composite nests both others: never worse than the simpler's fit
         hits += s is None or r is None or s.chi2 - (min(r.chi2, s.chi2) if nested else r.chi2) >= gain
         if hits > allowed:
             return hits, draw
