@@ -48,8 +48,9 @@ from bench_speed import (
 from benchlib import format_table, machine_line, probe_env
 from distributed import get_task_stream
 
+from depstat.cluster import dask_client
 from depstat.count import kernels
-from depstat.count.distributed import DaskCounter, dask_client
+from depstat.count.distributed import DaskCounter
 from depstat.count.tables import shard_tables
 from depstat.estimate.profile import mi_profile
 from depstat.tokenize.stream import TokenStream

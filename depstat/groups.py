@@ -189,7 +189,7 @@ def _one_cluster(options: dict) -> Iterator[dict]:
     if options.get("workers") is None:
         yield options
         return
-    from depstat.count.distributed import dask_client
+    from depstat.cluster import dask_client
 
     with dask_client(options["workers"]) as client:
         yield {**options, "workers": None, "scheduler": client.scheduler.address}

@@ -23,9 +23,9 @@ import polars as pl
 
 from depstat.count import kernels
 from depstat.count.counting import DENSE_MAX_VOCAB
-from depstat.count.distributed import Engine, engine
 from depstat.count.kernels import NOTE_BLOCKS
 from depstat.count.order import counting_layout
+from depstat.engine import Engine, engine
 from depstat.errors import DepstatError
 from depstat.estimate import estimators as est
 from depstat.estimate.profile import (

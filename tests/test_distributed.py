@@ -21,15 +21,10 @@ import pytest
 
 pytest.importorskip("distributed")
 
+from depstat.cluster import dask_client  # noqa: E402
 from depstat.count import distributed  # noqa: E402
 from depstat.count.counting import PARTNER_MODES, PairCounter, jackknife_blocks  # noqa: E402
-from depstat.count.distributed import (  # noqa: E402
-    DaskCounter,
-    WorkerEncoder,
-    dask_client,
-    graph_plan,
-    thread_memory,
-)
+from depstat.count.distributed import DaskCounter, graph_plan, thread_memory  # noqa: E402
 from depstat.count.tables import shard_tables  # noqa: E402
 from depstat.errors import DepstatError  # noqa: E402
 from depstat.estimate.profile import mi_profile  # noqa: E402
@@ -38,6 +33,7 @@ from depstat.tokenize import cache as cache_module  # noqa: E402
 from depstat.tokenize.cache import TokenCache  # noqa: E402
 from depstat.tokenize.granularity import encode_stream, train_bpe  # noqa: E402
 from depstat.tokenize.stream import TokenStream  # noqa: E402
+from depstat.tokenize.workers import WorkerEncoder  # noqa: E402
 from tests import naive  # noqa: E402
 
 pytestmark = pytest.mark.slow

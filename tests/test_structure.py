@@ -14,13 +14,13 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "depstat"
 # Lowest first: a module may import its own layer and those below, never one above.
 LAYERS = (
-    ("errors", "files", "progress", "version"),
+    ("errors", "files", "progress", "version", "cluster"),
     ("io",),
     ("tokenize",),
     ("count", "synth"),
     ("estimate",),
     ("analysis",),
-    ("pipeline", "groups"),
+    ("engine", "pipeline", "groups"),
     ("report",),
     ("validate",),
     ("cli",),

@@ -17,32 +17,24 @@ Shards never straddle a block, tasks are pure, and integer counts are added befo
 sum, in a fixed order: the result does not depend on the number of workers, on which ran what,
 or on a task rerun. Tasks call the kernels on their own thread (``kernels.emit_block``).
 
-Tokenization runs on the workers too (``WorkerEncoder``): this process sends the documents a
-text shard at a time, each worker encodes its shard (through the token cache when there is
-one) into a part file, and the parts are copied into one ``.npy`` that this process only
-memory-maps, so it never holds a whole token stream.
+The documents are tokenized on the workers too (``depstat.tokenize.workers``);
+``depstat.engine`` sets both up for a profile.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
-import shutil
 import tempfile
-import uuid
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from tokenizers import Tokenizer
 
+from depstat.cluster import failing_tasks
 from depstat.count import kernels
 from depstat.count.counting import (
-    PairCounter,
     jackknife_blocks,
     pairs_layout,
     slot_arrays,
@@ -59,12 +51,8 @@ from depstat.count.tables import (
     split,
     swept_range_sums,
 )
-from depstat.errors import DepstatError
 from depstat.files import atomic_write
-from depstat.progress import bar
-from depstat.tokenize.cache import Shard, TokenCache, split_shards, tokenizer_key
-from depstat.tokenize.granularity import encode_shard, encode_stream, vocab_size_of
-from depstat.tokenize.stream import TokenStream, token_dtype
+from depstat.tokenize.stream import TokenStream
 
 SHARD_TOKENS = 1 << 22  # positions per shard task, at least
 MAX_SHARD_TOKENS = 1 << 26  # at most
@@ -83,219 +71,11 @@ SHARD_MEMORY_SHARE = 4  # a shard's tables at most 1/this of a worker thread's m
 PROBE_SHARDS = 4
 PROBE_SAFETY = 2
 DENSE_MERGE_FAN_IN = 256  # dense tables a merge task holds: at most 65,536 cells (1 MiB) each
-ENCODE_IN_FLIGHT = 4  # text shards sent ahead per worker: all the client holds of the text
 WRITE_CHUNK = 1 << 22  # tokens the client hashes and writes at a time (_write_tokens)
 OFFSETS_PER_BATCH = 4  # tables of a batch: at most 4 offsets x partners per distinct pair
 RANGE_TOKENS = 1 << 24  # one first-token range per this many tokens (each range costs tasks)
 MAX_KEY_RANGES = 16
 MERGE_FAN_IN = 32  # tables a merge task holds (lists of a batch's slots, this // slots of them, at least 2): its memory
-
-
-def _dask():
-    try:
-        import distributed
-    except ImportError:
-        raise DepstatError(
-            "--workers/--scheduler need Dask", hint="pip install -e '.[dask]' (dask[distributed])"
-        ) from None
-    return distributed
-
-
-@contextmanager
-def failing_tasks(hint: str) -> Iterator[None]:
-    """Dask's KilledWorker (every worker that ran a task died: out of memory, most often, when
-    a nanny stops a worker near its memory limit) and a task's MemoryError, as a
-    DepstatError that names the task, with ``hint``: what to change."""
-    distributed = _dask()
-    try:
-        yield
-    except distributed.KilledWorker as err:
-        raise DepstatError(f"every Dask worker that ran task {err.task!r} died ({err.allowed_failures + 1} of them), "
-                           "most likely out of memory", hint=hint) from None
-    except MemoryError:
-        raise DepstatError("a Dask task ran out of memory", hint=hint) from None
-
-
-@contextmanager
-def dask_client(workers: int | None = None, scheduler: str | None = None) -> Iterator[object]:
-    """A ``distributed.Client``: an embedded LocalCluster of ``workers`` processes, or ``scheduler``."""
-    distributed = _dask()
-    if scheduler:
-        try:
-            client = distributed.Client(scheduler, timeout="20s")
-        except OSError as err:
-            raise DepstatError(f"cannot reach the Dask scheduler at {scheduler}: {err}") from None
-        with client:
-            yield client
-        return
-    if workers is None or workers < 1:
-        raise DepstatError(f"--workers must be at least 1, got {workers}")
-    # dashboard_address None still serves the scheduler's HTTP routes on 8787; ":0" takes any
-    # free port, so that two runs on one machine (or a user's own cluster) do not collide
-    with distributed.LocalCluster(
-        n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-        host="127.0.0.1",
-    ) as cluster, distributed.Client(cluster) as client:
-        yield client
-
-
-@dataclass
-class Engine:
-    """How a profile tokenizes and counts: here, or on a Dask cluster.
-
-    ``counter(stream, n_blocks=, seed=)`` builds the counter, ``encode`` has
-    ``granularity.encode_stream``'s signature, ``info`` describes the engine for the run record;
-    with ``spool`` the streams made in this process live in memory-mapped temporary files.
-    """
-
-    counter: Callable[..., object] = PairCounter
-    encode: Callable[..., TokenStream] = encode_stream
-    info: dict = field(default_factory=lambda: {"name": "local"})
-    spool: bool = False
-
-
-@contextmanager
-def engine(
-    workers: int | None = None, scheduler: str | None = None, shared_dir: str | os.PathLike | None = None,
-    pair_memory: int | None = None, shard_tokens: int | None = None,
-) -> Iterator[Engine]:
-    """The local engine (its pair buffers capped at ``pair_memory`` bytes), or with
-    ``workers``/``scheduler`` a Dask one: tokenization and counting on the workers, in shard
-    tasks of ``shard_tokens`` positions (default: ``graph_plan``'s for each stream)."""
-    if shard_tokens is not None and workers is None and scheduler is None:
-        raise DepstatError("--shard-tokens sizes the Dask engine's shard tasks",
-                           hint="add --workers N or --scheduler ADDRESS, or drop --shard-tokens")
-    if shard_tokens is not None and shard_tokens < 1:
-        raise DepstatError(f"--shard-tokens must be positive, got {shard_tokens}")
-    if workers is None and scheduler is None:
-        if pair_memory is None:
-            yield Engine()
-        else:
-            counter = functools.partial(PairCounter, pair_memory=pair_memory)
-            encode = functools.partial(encode_stream, spool=True)  # the streams are not held either
-            yield Engine(counter, encode, {"name": "local", "pair_memory": pair_memory}, spool=True)
-        return
-    if workers is not None and scheduler is not None:
-        raise DepstatError("give --workers or --scheduler, not both")
-    if pair_memory is not None:
-        raise DepstatError("--pair-memory caps the local counter; Dask workers count shard by shard",
-                           hint="drop --pair-memory, or --workers / --scheduler")
-    with dask_client(workers, scheduler) as client, tempfile.TemporaryDirectory(prefix="depstat-") as tmp:
-        n = len(client.scheduler_info().get("workers", {}))
-        directory = Path(shared_dir or tmp)
-        encoder = WorkerEncoder(client, directory)
-
-        def make(stream: TokenStream, n_blocks: int = 20, seed: int = 0) -> DaskCounter:
-            return DaskCounter(stream, client, n_blocks=n_blocks, seed=seed, shared_dir=directory,
-                               shard_tokens=shard_tokens)
-
-        info = {"name": "dask", "workers": n, "scheduler": scheduler or "LocalCluster",
-                "shard_tokens": shard_tokens or f"{SHARD_TOKENS} to {MAX_SHARD_TOKENS} (graph_plan)"}
-        try:
-            yield Engine(make, encoder, info)
-        finally:
-            encoder.remove_files()
-
-
-class WorkerEncoder:
-    """``encode_stream`` on Dask workers: the tokens land in a ``.npy`` under ``directory`` that this process memory-maps."""
-
-    def __init__(self, client: object, directory: Path) -> None:
-        self.client = client
-        self.directory = Path(directory)
-        self.written: list[Path] = []
-
-    def __call__(
-        self, name: str, texts: Iterable[str], tokenizer: Tokenizer | None, cache: TokenCache | None = None,
-    ) -> TokenStream:
-        """Encode the documents shard by shard on the workers, at most ``ENCODE_IN_FLIGHT`` per worker ahead."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        run = self.directory / f"depstat-{uuid.uuid4().hex[:16]}"
-        vocab = vocab_size_of(tokenizer)
-        # The tokenizer's JSON goes out as a task's result, not as scattered data: the scheduler
-        # computes a lost result again, but scattered data dies with the last worker holding it,
-        # and Dask's memory manager keeps one copy of it, whatever the broadcast (a CI run lost
-        # it to a SIGKILLed worker, and every encoding task with it). A fresh key each time:
-        # the previous call's copy may still be being released.
-        spec = (self.client.submit(str, tokenizer.to_str(), key=f"depstat-tokenizer-{run.name}")
-                if tokenizer is not None else None)
-        tok_key = tokenizer_key(tokenizer) if tokenizer is not None and cache is not None else None
-        cache_root = str(cache.root) if cache is not None else None
-        limit = ENCODE_IN_FLIGHT * max(len(self.client.scheduler_info().get("workers", {})), 1)
-        pending: deque = deque()
-        done: list[tuple[int, np.ndarray, dict]] = []
-        n_bytes = 0
-        with bar(desc=f"encode {name} on workers", unit="doc") as progress, failing_tasks(
-                "give the workers more memory a thread: a task encodes one shard of documents"):
-            def collect() -> None:
-                result = pending.popleft().result()
-                done.append(result)
-                progress.update(len(result[1]))
-
-            for i, shard in enumerate(split_shards(texts)):
-                n_bytes += shard.n_bytes
-                sent = Shard(texts=shard.texts if tokenizer is not None else [],
-                             data=shard.data if tokenizer is None else [], digest=shard.digest)
-                pending.append(self.client.submit(
-                    _encode_task, name, sent, spec, tok_key, cache_root, str(run / f"{i:08d}.npy"),
-                    key=f"depstat-encode-{run.name}-{i}",
-                ))
-                if len(pending) >= limit:
-                    collect()
-            while pending:
-                collect()
-        for _, _, counts in done:
-            for what, k in counts.items():
-                cache.counts[what] += k
-        sizes = np.array([n for n, _, _ in done], dtype=np.int64)
-        lengths = np.concatenate([lens for _, lens, _ in done]) if done else np.zeros(0, np.int64)
-        if not sizes.sum():
-            shutil.rmtree(run, ignore_errors=True)
-            return TokenStream(name, np.zeros(0, token_dtype(vocab)), lengths, vocab, n_bytes)
-        path = run.with_suffix(".npy")
-        np.lib.format.open_memmap(path, mode="w+", dtype=token_dtype(vocab), shape=(int(sizes.sum()),))
-        self.written.append(path)
-        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        with failing_tasks("give the workers more memory a thread: a task copies one shard's tokens"):
-            self.client.gather([
-                self.client.submit(_copy_part, str(run / f"{i:08d}.npy"), str(path), int(start),
-                                   key=f"depstat-gather-{run.name}-{i}")
-                for i, start in enumerate(starts)
-            ])
-        shutil.rmtree(run, ignore_errors=True)
-        return TokenStream(name, np.load(path, mmap_mode="r"), lengths, vocab, n_bytes, source_file=path)
-
-    def remove_files(self) -> None:
-        """Delete the token files this encoder wrote (the profile no longer needs them)."""
-        for path in self.written:
-            path.unlink(missing_ok=True)
-
-
-@functools.lru_cache(maxsize=4)
-def _tokenizer(spec: str) -> Tokenizer:
-    """A worker's parsed copy of a tokenizer (the JSON, a task's result, is the same object every task)."""
-    return Tokenizer.from_str(spec)
-
-
-def _encode_task(
-    name: str, shard: Shard, spec: str | None, tok_key: str | None, cache_root: str | None, part: str,
-) -> tuple[int, np.ndarray, dict]:
-    """Worker task: encode a shard, write its tokens to ``part`` (atomically); (tokens, doc lengths, cache counts)."""
-    tokenizer = _tokenizer(spec) if spec is not None else None
-    cache = TokenCache(cache_root) if cache_root is not None and tok_key is not None else None
-    ids, lens = encode_shard(name, shard, tokenizer, cache, tok_key)
-    path = Path(part)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda tmp: np.save(tmp, ids))  # a rerun after a killed worker finds a whole file or none
-    return int(ids.size), lens, {k: v for k, v in (cache.counts.items() if cache else ()) if v}
-
-
-def _copy_part(part: str, path: str, start: int) -> None:
-    """Worker task: copy a part file's tokens into the stream file at ``start`` (idempotent)."""
-    ids = np.load(part)
-    out = np.load(path, mmap_mode="r+")
-    out[start:start + ids.size] = ids
-    out.flush()
 
 
 def shards(doc_lengths: np.ndarray, block_starts: np.ndarray, size: int) -> np.ndarray:

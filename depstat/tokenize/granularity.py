@@ -309,7 +309,7 @@ def text_streams(
     when both are None), the same documents for every vocabulary size. With a ``cache``,
     trained vocabularies and encoded shards are reused across runs. ``encode``
     (``encode_stream``'s signature) turns documents into a stream: here, or on Dask
-    workers (``depstat.count.distributed.WorkerEncoder``).
+    workers (``depstat.tokenize.workers.WorkerEncoder``).
     """
     def texts() -> Iterator[str]:
         return (doc.text for doc in documents())
