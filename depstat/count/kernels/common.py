@@ -207,6 +207,32 @@ def _delta_change(t: int, c: int, t2: int, c2: int, tables: np.ndarray) -> tuple
     return a0 - b0, a1 - b1, a2 - b2
 
 
+# Arrays are copied by these loops, not by NumPy's slice assignment: Numba compiles that (its
+# broadcasting) into seconds of a first run, again for each pair of array types it meets.
+@kernel(inline="always")
+def copy_1d(out: np.ndarray, values: np.ndarray) -> None:
+    """out[:n] = values (n = len(values))."""
+    for i in range(values.shape[0]):
+        out[i] = values[i]
+
+
+@kernel(inline="always")
+def copy_2d(out: np.ndarray, values: np.ndarray) -> None:
+    """out[:] = values for 2-D arrays of one shape."""
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            out[i, j] = values[i, j]
+
+
+@kernel(inline="always")
+def copy_3d(out: np.ndarray, values: np.ndarray) -> None:
+    """out[:] = values for 3-D arrays of one shape."""
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            for k in range(values.shape[2]):
+                out[i, j, k] = values[i, j, k]
+
+
 @kernel()
 def token_counts(tok: np.ndarray, vocab: int) -> np.ndarray:
     """How often each token id occurs (np.bincount without its int64 copy of the stream)."""
@@ -261,6 +287,13 @@ def _cell_sums(n: int, tables: np.ndarray) -> tuple[float, float]:
     """(n ln n, n G(n)) from the tables, or computed beyond them."""
     if n < tables.shape[1]:
         return tables[0, n], tables[1, n]
+    return _sums_beyond(np.int64(n))
+
+
+@kernel()
+def _sums_beyond(n: int) -> tuple[float, float]:
+    """(n ln n, n G(n)) computed, for a count past the tables: called, not inlined, as that branch
+    is rare and inlining it into every kernel's loops cost a first run seconds of compilation."""
     return n_log_n(n), _n_g_n_series(n)
 
 

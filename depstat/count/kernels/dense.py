@@ -12,6 +12,7 @@ from depstat.count.kernels.common import (
     _cell_sums,
     _deal_blocks,
     _sums_change,
+    copy_1d,
     kernel,
     run_workers,
 )
@@ -133,37 +134,55 @@ def _dense_sums_worker(worker, n_workers, counts, tables, jackknife, joint, firs
                        second_jk, block_pairs):
     """``dense_table_sums``' slots worker, worker + n_workers, ..., each into its rows of the results."""
     n_blocks, n_slots, vocab = counts.shape[0], counts.shape[1], counts.shape[2]
+    n_cells, n_tabled = vocab * vocab, tables.shape[1]
+    # Plain loops, not NumPy's functions (sum over an axis, flatnonzero, masks, concatenate):
+    # each of those compiles an implementation of its own, seconds of a first run in all.
     for s in range(worker, n_slots, n_workers):
-        total = np.zeros(vocab * vocab, dtype=np.int64)
+        total = np.zeros(n_cells, dtype=np.int64)
         block_rows = np.zeros((n_blocks, vocab), dtype=np.int64)  # each block's marginals
         block_cols = np.zeros((n_blocks, vocab), dtype=np.int64)
+        rows = np.zeros(vocab, dtype=np.int64)
+        cols = np.zeros(vocab, dtype=np.int64)
         for g in range(n_blocks):  # one read of each block table gives the total and the block's marginals
-            part = counts[g, s].ravel()
-            col = block_cols[g]
+            part = counts[g, s]
+            pairs = 0
             for x in range(vocab):
                 row = 0
                 for y in range(vocab):
-                    m = part[x * vocab + y]
+                    m = part[x, y]
                     total[x * vocab + y] += m
                     row += m
-                    col[y] += m
+                    block_cols[g, y] += m
                 block_rows[g, x] = row
-            block_pairs[s, g] = block_rows[g].sum()
-        rows = block_rows.sum(axis=0)
-        cols = block_cols.sum(axis=0)
-        first[s] = count_sums(rows, tables)
-        second[s] = count_sums(cols, tables)
-        occupied = np.flatnonzero(total)  # the blocks' deltas need only these cells,
-        held = total[occupied] < tables.shape[1]  # first those whose every lookup is in the tables
-        occupied = np.concatenate((occupied[held], occupied[~held]))
-        n_held = np.count_nonzero(held)
-        n_occ = occupied.shape[0]
+                rows[x] += row
+                pairs += row
+            block_pairs[s, g] = pairs
+            for y in range(vocab):
+                cols[y] += block_cols[g, y]
+        copy_1d(first[s], count_sums(rows, tables))
+        copy_1d(second[s], count_sums(cols, tables))
+        n_occ, n_held = 0, 0  # the blocks' deltas need only the occupied cells,
+        for cell in range(n_cells):
+            n_occ += total[cell] > 0
+            n_held += 0 < total[cell] < n_tabled
+        occupied = np.empty(n_occ, dtype=np.int64)  # first those whose every lookup is in the tables
+        a, b = 0, n_held
+        for cell in range(n_cells):
+            if 0 < total[cell] < n_tabled:
+                occupied[a] = cell
+                a += 1
+            elif total[cell] > 0:
+                occupied[b] = cell
+                b += 1
         before = np.empty((n_occ, 2))
+        s0, s1 = 0.0, 0.0
         for k in range(n_occ):
             before[k, 0], before[k, 1] = _cell_sums(total[occupied[k]], tables)
-        joint[s, 0], joint[s, 1], joint[s, 2] = before[:, 0].sum(), before[:, 1].sum(), n_occ
+            s0 += before[k, 0]
+            s1 += before[k, 1]
+        joint[s, 0], joint[s, 1], joint[s, 2] = s0, s1, n_occ
         for g in range(n_blocks if jackknife else 0):
-            part = counts[g, s].ravel()
+            part = counts[g, s].reshape(n_cells)
             d0, d1, emptied = 0.0, 0.0, 0
             for k in range(n_held):  # a cell the block misses (m = 0) adds 0: no branch, a plain lookup
                 cell = occupied[k]
@@ -179,8 +198,8 @@ def _dense_sums_worker(worker, n_workers, counts, tables, jackknife, joint, firs
                 d1 += after1 - before[k, 1]
                 emptied += m == t
             joint_jk[s, g, 0], joint_jk[s, g, 1], joint_jk[s, g, 2] = d0, d1, -emptied
-            first_jk[s, g] = count_deltas(rows, block_rows[g], tables)
-            second_jk[s, g] = count_deltas(cols, block_cols[g], tables)
+            copy_1d(first_jk[s, g], count_deltas(rows, block_rows[g], tables))
+            copy_1d(second_jk[s, g], count_deltas(cols, block_cols[g], tables))
 
 
 @kernel()

@@ -323,6 +323,8 @@ def emit_block(src: Source, slots: Slots, out: Emitted, sentinel: int, spill: in
             q = stop
         p = end
         d += 1
-    fill_end[:, g] = fill
+    for q in range(fill.shape[0]):
+        fill_end[q, g] = fill[q]
     for s in range(1, n_slots):  # the slots' first positions are the first slot's, less the dropped ones
-        first[s, g] += first[0, g] - base
+        for x in range(base.shape[0]):
+            first[s, g, x] += first[0, g, x] - base[x]

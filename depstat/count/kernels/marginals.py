@@ -44,14 +44,20 @@ def partner_runs(doc_ends: np.ndarray, block_starts: np.ndarray, r_from: int, r_
             if r_from < 0:
                 old_lo, old_hi = new_lo, new_lo
             if old_lo < min(old_hi, new_lo):
-                runs[k] = (h, old_lo, min(old_hi, new_lo), -1)
-                k += 1
+                k = _put_run(runs, k, h, old_lo, min(old_hi, new_lo), -1)
             if max(new_lo, old_hi) < new_hi:
-                runs[k] = (h, max(new_lo, old_hi), new_hi, 1)
-                k += 1
+                k = _put_run(runs, k, h, max(new_lo, old_hi), new_hi, 1)
             h += 1
         start = end
     return runs[:k]
+
+
+@kernel(inline="always")
+def _put_run(runs: np.ndarray, k: int, block: int, start: int, stop: int, sign: int) -> int:
+    """Write run k, element by element (a tuple assigned to a row compiles a shape check and its
+    message: seconds of a first run); returns k + 1."""
+    runs[k, 0], runs[k, 1], runs[k, 2], runs[k, 3] = block, start, stop, sign
+    return k + 1
 
 
 @kernel()

@@ -13,6 +13,8 @@ from depstat.count.kernels.common import (
     _cell_sums,
     _deal_partitions,
     _drop_one,
+    copy_2d,
+    copy_3d,
     kernel,
     run_workers,
 )
@@ -173,7 +175,8 @@ def _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, star
             starts[xloc[i] + 1] += 1
     for x in range(w):
         starts[x + 1] += starts[x]
-    pos[:w] = starts[:w]
+    for x in range(w):
+        pos[x] = starts[x]
     for g in range(n_blocks):
         for i in range(region[q, g], fill_end[q, g]):
             x = xloc[i]
@@ -257,7 +260,6 @@ def _add_touched(sums, cell, touched, n_t, tables):
     sums[2] += cells
 
 
-@kernel()
 def _chunk_totals(sums_c: np.ndarray, jk_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The fixed chunks' sums and deltas added in chunk order (so the thread count changes nothing)."""
     sums, jk = np.zeros(sums_c.shape[1:]), np.zeros(jk_c.shape[1:])
@@ -317,5 +319,5 @@ def _partition_worker(worker, chunks, workers, xloc, ys, region, fill_end, width
             if q < 0:
                 break
             _partition_sums(xloc, ys, region, fill_end, widths[q], q, tables, jackknife, scratch, sums, jk)
-        joint_c[c] = sums
-        joint_jk_c[c] = jk
+        copy_2d(joint_c[c], sums)
+        copy_3d(joint_jk_c[c], jk)

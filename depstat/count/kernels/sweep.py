@@ -15,6 +15,8 @@ from depstat.count.kernels.common import (
     _delta_change,
     _rotation_base,
     _sums_change,
+    copy_2d,
+    copy_3d,
     kernel,
     run_workers,
 )
@@ -272,8 +274,8 @@ def _sweep_worker(worker, chunks, workers, xloc, ys, life, region, fill_end, wid
             _sort_partition(xloc, ys, life, region, fill_end, q, w, srt, lsrt, blk, starts, pos)
             cb = _sweep_partition(srt[0], blk, lsrt, starts, w, n_life, scratch, cb, tables, diff, jk_diff,
                                   jackknife)
-        diff_c[c] = diff
-        jk_c[c] = jk_diff
+        copy_2d(diff_c[c], diff)
+        copy_3d(jk_c[c], jk_diff)
 
 
 @kernel()
