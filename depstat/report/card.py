@@ -278,7 +278,8 @@ def _widths(analysis: Analysis, n: dict) -> str:
             "floor, bits", "χ²/dof"]
     text = (
         "Each profile is fitted by an exponential, a power law and their sum, each with a floor (weighted least "
-        "squares on I); a richer model is chosen where it fits better beyond its jackknife error. The kernel is "
+        "squares on I); a richer model is chosen where its lower AICc is also beyond the profile's error (a "
+        "parametric bootstrap of its χ² gain, p ≤ 0.05). The kernel is "
         "*composite* (a local part of width W on a power-law tail that takes over at r_x), *scale-free*, "
         "*characteristic* or *local* (a length of its own), *periodic* or *none*; χ²/dof says whether the model "
         "describes the data. Intervals: the fits repeated on each jackknife replicate."

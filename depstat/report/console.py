@@ -6,7 +6,7 @@ import json
 
 import polars as pl
 
-from depstat.analysis.recommend import three_digits_up
+from depstat.analysis.recommend import Recommendation, three_digits_up
 from depstat.analysis.result import Analysis
 from depstat.estimate.profile import FEW_DOCS_SHARE, Profile
 from depstat.groups import Groups
@@ -129,14 +129,20 @@ def base_text(base: float) -> str:
     return f"{rounded:,.0f}" if rounded < 1e6 else f"{rounded:.3g}"
 
 
+def base_headline(rec: Recommendation) -> str:
+    """The advice's first line: the base the data set, or that they set none and whose bound stands in."""
+    setting = f"head_dim {rec.head_dim}, L_train {rec.train_length}, read at {rec.granularity}"
+    if rec.bound == "data":
+        return f"rope_theta set by your data: {base_text(rec.rope_theta)} ({setting})"
+    return (f"your data do not constrain the base: Men et al.'s bound for L_train, rope_theta "
+            f"{base_text(rec.rope_theta)} ({setting})")
+
+
 def render_recommendation(analysis: Analysis) -> str:
     """The recommendation in words, the other rules side by side, and the config to paste."""
     rec = analysis.recommendation
-    setting = f"head_dim {rec.head_dim}, L_train {rec.train_length}, read at {rec.granularity}"
     lines = [f"note: {uninformed}" for uninformed in [analysis.uninformed] if uninformed]
-    lines += [f"rope_theta set by your data: {base_text(rec.rope_theta)} ({setting})" if rec.bound == "data" else
-              f"your data do not constrain the base: Men et al.'s bound for L_train, rope_theta "
-              f"{base_text(rec.rope_theta)} ({setting})"]
+    lines.append(base_headline(rec))
     lines += [f"  - {r}" for r in rec.reasons]
     lines.append(f"  {'rule':<34} {'base':>10} {'theta* band':>12} {'bands slower':>13}")
     for g in (rec.recommended, *rec.alternatives):

@@ -32,7 +32,7 @@ from depstat.analysis.result import Analysis
 from depstat.estimate.profile import Profile
 from depstat.files import atomic_write
 from depstat.groups import Groups
-from depstat.report.console import base_text
+from depstat.report.console import base_headline, base_text
 from depstat.version import __version__
 
 DPI = 150
@@ -215,7 +215,8 @@ def _granularities(profile: Profile, a: Analysis) -> list[Block]:
                "tail α [CI]", "r_x (tokens) [CI]", "floor (bits)", "χ²/dof"], rows),
         Para(
             "Each profile is fitted by an exponential, a power law and their sum, each with a floor (weighted "
-            "least squares on I); a richer model is chosen where it fits better beyond its jackknife error. "
+            "least squares on I); a richer model is chosen where its lower AICc is also beyond the profile's error "
+            "(a parametric bootstrap of its χ² gain, p ≤ 0.05). "
             "'composite': a local part of width W on a power-law tail that takes over at r_x; 'characteristic' "
             "or 'local': a length of its own; 'periodic': peaks at multiples of a period. χ²/dof above 2: the "
             "model does not describe the data. Intervals come from the fits repeated on each jackknife replicate."
@@ -247,9 +248,9 @@ def _default_note(a: Analysis, name: str) -> str:
 def _recommendation(a: Analysis) -> list[Block]:
     """The base in words, the settings, the reasons, the rules side by side, the figures and configs."""
     rec = a.recommendation
+    head = base_headline(rec)
     return [
-        Para(f"Recommended rope_theta = {base_text(rec.rope_theta)} (θ* = {rec.theta_star:.3g} rad/token from "
-             f"{rec.theta_star_from}, read at granularity {rec.granularity})."),
+        Para(f"{head[0].upper()}{head[1:]}; θ* = {rec.theta_star:.3g} rad/token from {rec.theta_star_from}."),
         Table(["setting", "value"], [
             ["head dimension", _num(rec.head_dim) + _default_note(a, "head_dim")],
             ["training length L_train", _num(rec.train_length) + _default_note(a, "train_length")],
