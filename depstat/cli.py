@@ -546,8 +546,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     writable(args.out)
     result = validate.run(args.experiment, args.out, quick=args.quick, seeds=args.seeds, device=args.device,
                           threads=args.threads, corpus=args.corpus, scale=args.scale)
-    print(validate.summary(result))
-    print(f"wrote {args.out}/result.json and " + ", ".join(result["figures"]))
+    print(result.summary())
+    print(f"wrote {args.out}/result.json and " + ", ".join(result.figures))
     return 0
 
 

@@ -453,22 +453,22 @@ from depstat import validate
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
 if HAVE_TORCH:
     sweep = validate.run("base-sweep", Path(workdir.name) / "base-sweep", quick=True, threads=1)
-    advice = sweep["advice"]
-    print(f"settings: {sweep['settings']}")
+    advice = sweep.record["advice"]
+    print(f"settings: {sweep.record['settings']}")
     print(f"advice: W kind {advice['W']['kind']}, b_A {advice['base_from_data']:.3g}, Men et al. "
           f"{advice['base_men']:.4g}, rope_theta {advice['rope_theta']:.4g} (set by {advice['bound']})")
-    print(validate.summary(sweep))
-    print(pl.DataFrame([{"name": name, **p} for name, p in sweep["per_base"].items()]).sort("base"))
+    print(sweep.summary())
+    print(pl.DataFrame([{"name": name, **p} for name, p in sweep.record["per_base"].items()]).sort("base"))
 else:
     print(f"torch is not installed: section 7 skipped ({validate.INSTALL_HINT})")
 
 # %%
 if HAVE_TORCH:
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    for name, p in sorted(sweep["per_base"].items(), key=lambda kv: kv[1]["base"]):
+    for name, p in sorted(sweep.record["per_base"].items(), key=lambda kv: kv[1]["base"]):
         ax.errorbar(p["base"], p["mean"], yerr=p["std"], fmt="o", capsize=4, label=f"{name} (b = {p['base']:.3g})")
     ax.set(xscale="log", xlabel="RoPE base b", ylabel="validation loss (nats)",
-           title=f"quick base sweep ({sweep['settings']['steps']} steps, {sweep['settings']['seeds']} seeds)")
+           title=f"quick base sweep ({sweep.record['settings']['steps']} steps, {sweep.record['settings']['seeds']} seeds)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     plt.show()
@@ -516,7 +516,7 @@ assert again.self_similarity.verdict == analyses["natural text"].self_similarity
 assert summary["recommendation"]["rope_theta"] == analyses["natural text"].recommendation.rope_theta
 assert all(p.is_file() for p in paths.values())
 if HAVE_TORCH:
-    assert set(sweep["per_base"]) == {"recommended", "from_data", "half_from_data", "tenth", "10000", "1e6"}
-    assert np.isclose(sweep["per_base"]["recommended"]["base"], sweep["advice"]["rope_theta"])
-    assert all(np.isfinite(p["mean"]) and p["n"] == 2 for p in sweep["per_base"].values())
+    assert set(sweep.record["per_base"]) == {"recommended", "from_data", "half_from_data", "tenth", "10000", "1e6"}
+    assert np.isclose(sweep.record["per_base"]["recommended"]["base"], sweep.record["advice"]["rope_theta"])
+    assert all(np.isfinite(p["mean"]) and p["n"] == 2 for p in sweep.record["per_base"].values())
 workdir.cleanup()

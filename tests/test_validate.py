@@ -250,6 +250,14 @@ def test_run_rejects_bad_names_and_paths(tmp_path):
         validate.run("frequency-law", tmp_path, quick=True, seeds=0)
 
 
+def test_load_refuses_what_is_not_a_finished_experiment(tmp_path):
+    with pytest.raises(DepstatError, match="cannot read a finished experiment's result"):
+        validate.load(tmp_path)
+    (tmp_path / "result.json").write_text('{"experiment": "pi", "quick": true, "prediction": {}}')  # before any run
+    with pytest.raises(DepstatError, match="not the result of a finished validation experiment"):
+        validate.load(tmp_path)
+
+
 def test_cli_without_torch_says_how_to_install(tmp_path):
     fake = tmp_path / "no_torch" / "torch"  # a torch that fails to import, first on the path
     fake.mkdir(parents=True)
@@ -340,17 +348,22 @@ def test_quick_results_make_sense(quick):
 
 @pytest.mark.slow
 def test_summary_states_each_experiments_headline(quick):
-    """validate.summary, as the CLI prints it: the run counts, then each experiment's own lines."""
+    """``Result.summary``, as the CLI prints it: the run counts, then each experiment's own lines;
+    ``validate.load`` gives back the typed result of a finished directory."""
     from depstat import validate
 
-    pi = validate.summary(quick["pi"][1]).splitlines()
+    loaded = {name: validate.load(d) for name, (d, _, _) in quick.items()}
+    for name, result in loaded.items():
+        assert (result.experiment, result.setting, result.record) == (name, "quick", quick[name][1])
+        assert result.trained + result.reused > 0 and result.figures == tuple(quick[name][1]["figures"])
+    pi = loaded["pi"].summary().splitlines()
     assert pi[0].startswith("pi (quick): ") and pi[-1] == f"depstat's config: {quick['pi'][1]['correct']}"
     assert [line.split("depstat:")[0].strip() for line in pi[1:-1]] == [e["data"] for e in quick["pi"][1]["scorecard"]]
-    law = validate.summary(quick["frequency-law"][1]).splitlines()
+    law = loaded["frequency-law"].summary().splitlines()
     assert law[1].startswith(f"slope {quick['frequency-law'][1]['slope']:.3f} [") and law[2] == quick["frequency-law"][1]["verdict"]
-    sweep = validate.summary(quick["base-sweep"][1]).splitlines()
+    sweep = loaded["base-sweep"].summary().splitlines()
     assert len(sweep) == 2 + len(quick["base-sweep"][1]["per_base"]) and sweep[-1].startswith("best: ")
-    lerope = validate.summary(quick["lerope"][1]).splitlines()
+    lerope = loaded["lerope"].summary().splitlines()
     assert lerope[1].startswith("LeRoPE - RoPE val loss") and "gradient picks band" in lerope[3]
 
 

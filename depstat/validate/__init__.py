@@ -1,7 +1,8 @@
 """``depstat validate``: train small torch models to check depstat's advice against papers A and B.
 
 One module per experiment (``frequency_law``, ``base_sweep``, ``pi``, ``lerope``), each with
-``run(Options) -> dict`` that writes ``result.json`` and its figures into ``Options.out``;
+``run(Options) -> dict`` that writes ``result.json`` and its figures into ``Options.out``
+(``validate.run`` and ``validate.load`` return them as a typed ``Result``);
 ``common`` holds the shared data, run store and fits. This package imports torch only when
 an experiment runs, so ``depstat`` works without it and says how to install it.
 """
@@ -9,6 +10,8 @@ an experiment runs, so ``depstat`` works without it and says how to install it.
 from __future__ import annotations
 
 import importlib
+import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from depstat.errors import DepstatError
@@ -30,8 +33,38 @@ def require_torch() -> None:
         raise DepstatError("depstat validate needs torch", hint=INSTALL_HINT) from None
 
 
+@dataclass(frozen=True)
+class Result:
+    """A finished experiment: its runs, its headline and the record it wrote to ``result.json``
+    (that file's keys, experiment by experiment: docs/validation.md)."""
+
+    experiment: str
+    setting: str  # "quick", "full" or "paper"
+    trained: int  # runs trained by this call
+    reused: int  # finished runs read back instead
+    threads: int
+    tokens_per_second: float  # median training throughput of its runs
+    figures: tuple[str, ...]  # written beside result.json
+    headline: tuple[str, ...]  # the experiment's own summary lines
+    record: dict
+
+    def summary(self) -> str:
+        """A few console lines: the runs, then the experiment's headline."""
+        head = (f"{self.experiment} ({self.setting}): {self.trained} runs trained, {self.reused} reused; "
+                f"{self.tokens_per_second:.0f} tokens/s ({self.threads} threads)")
+        return "\n".join([head, *self.headline])
+
+
+def _result(record: dict) -> Result:
+    """The typed result of an experiment's record (its module reads its own keys for the headline)."""
+    module = importlib.import_module(f"depstat.validate.{EXPERIMENTS[record['experiment']]}")
+    counts = record["run_counts"]
+    return Result(record["experiment"], record["setting"], counts["trained"], counts["reused"], record["threads"],
+                  record["tokens_per_second"], tuple(record["figures"]), tuple(module.summary_lines(record)), record)
+
+
 def run(name: str, out: str | Path, quick: bool = False, seeds: int | None = None, device: str = "auto",
-        threads: int | None = None, corpus: str | Path | None = None, scale: str = "cpu") -> dict:
+        threads: int | None = None, corpus: str | Path | None = None, scale: str = "cpu") -> Result:
     """Run experiment ``name`` into directory ``out`` (resuming finished runs) and return its result."""
     if name not in EXPERIMENTS:
         raise DepstatError(f"unknown experiment {name!r}", hint="choose one of " + ", ".join(EXPERIMENTS))
@@ -44,17 +77,20 @@ def run(name: str, out: str | Path, quick: bool = False, seeds: int | None = Non
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     module = importlib.import_module(f"depstat.validate.{EXPERIMENTS[name]}")
-    return module.run(Options(out=out, quick=quick, seeds=seeds, device=device, threads=threads, corpus=corpus,
-                              scale=scale))
+    return _result(module.run(Options(out=out, quick=quick, seeds=seeds, device=device, threads=threads,
+                                      corpus=corpus, scale=scale)))
 
 
-def summary(result: dict) -> str:
-    """A few console lines with the headline numbers of a result: the runs, then the experiment's own
-    (its module's ``summary_lines``)."""
-    kind = result["experiment"]
-    runs = result.get("run_counts", {})
-    setting = result.get("setting", "quick" if result["quick"] else "full")
-    head = (f"{kind} ({setting}): {runs.get('trained', 0)} runs trained, {runs.get('reused', 0)} reused; "
-            f"{result['tokens_per_second']:.0f} tokens/s ({result['threads']} threads)")
-    module = importlib.import_module(f"depstat.validate.{EXPERIMENTS[kind]}")
-    return "\n".join([head, *module.summary_lines(result)])
+def load(out: str | Path) -> Result:
+    """The result of a finished experiment from its directory (``result.json``)."""
+    require_torch()  # the experiment's module, which states the headline, imports it
+    path = Path(out) / "result.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise DepstatError(f"cannot read a finished experiment's result ({err})", path=str(path),
+                           hint="give the --out directory of a finished depstat validate run") from None
+    if record.get("experiment") not in EXPERIMENTS or "run_counts" not in record:
+        raise DepstatError("is not the result of a finished validation experiment", path=str(path),
+                           hint="rerun depstat validate with this --out to finish it")
+    return _result(record)
