@@ -367,6 +367,7 @@ def test_summary_states_each_experiments_headline(quick):
     assert lerope[1].startswith("LeRoPE - RoPE val loss") and "gradient picks band" in lerope[3]
 
 
+@pytest.mark.slow
 def test_rerun_reuses_finished_runs(quick, capsys):
     d, first, _ = quick["frequency-law"]
     runs = sorted((d / "runs").glob("*.json"))
