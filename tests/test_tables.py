@@ -24,7 +24,7 @@ from depstat.count.tables import (
     swept_range_sums,
 )
 from tests import naive
-from tests.test_kernels import assert_sums_equal, streams
+from tests.helpers import assert_sums_equal, streams
 
 
 @settings(max_examples=60, deadline=None)
