@@ -320,9 +320,10 @@ sensitivity
 # advises YaRN: bands with more than β_fast turns within L_train keep their frequency,
 # bands with fewer than β_slow are interpolated like PI, with a ramp between — and reads
 # both from the kernel (`yarn_betas(width, similarity, train_length, factor)`):
-# β_fast = L_train / (2 r_local), where r_local is the local reach the fast bands must keep
-# resolving (the tail's onset for self-similar data, W for a characteristic length, the
-# crossover otherwise, the profile's reach for a periodic kernel; at least s), and
+# β_fast = L_train / (2π r_local), where r_local is the local reach within which the kept
+# bands turn at least a radian, so they tell its offsets apart (the tail's onset for
+# self-similar data, W for a characteristic length, the crossover otherwise, the profile's
+# reach for a periodic kernel; at least s), and
 # β_slow = L_train / (2 r_reach), r_reach the profile's reach capped at L_train. At every
 # granularity:
 
@@ -330,15 +331,15 @@ sensitivity
 pl.DataFrame([
     {"corpus": corpus, "granularity": g, "kind": w.kind, "verdict": (ss := all_verdicts[corpus][g]).verdict,
      "onset": ss.onset_tokens, "beta_fast": (b := yarn_betas(w, ss, L_TRAIN, L_TARGET / L_TRAIN))[0],
-     "beta_slow": b[1], "from": b[2].split(" keep ")[0].removeprefix("from the data: bands resolving ")}
+     "beta_slow": b[1], "from": b[2].split(" keep ")[0].removeprefix("from the data: bands turning a radian within ")}
     for corpus, ws in all_widths.items() for g, w in ws.items()
 ])
 
 # %% [markdown]
 # The natural text's local reach (its crossover, the first offset: a power law) is below
-# s, so β_fast = 1024 / (2 × 4) = 128: only the fastest bands keep their frequency. The
-# arithmetic's W ≈ 21 tokens gives β_fast = 24; its periodic granularities keep every band
-# that turns at least half a time within L_train, as their peaks recur to the profile's
+# s, so β_fast = 1024 / (2π × 4) ≈ 41: only the fastest bands keep their frequency. The
+# arithmetic's W ≈ 21 tokens gives β_fast ≈ 8; its periodic granularities keep every band
+# that turns at least a radian within L_train, as their peaks recur to the profile's
 # end. The extensions `recommend` gives:
 
 # %%
@@ -502,8 +503,8 @@ assert all_widths["arithmetic"]["bytes"].kind == "composite" and all_widths["ari
 assert set(sensitivity["set by"]) == {"data: Men et al., margin × W"} and len(set(sensitivity["rope_theta"])) == 3
 assert sensitivity["rope_theta"].to_list() == [  # the rule by hand = recommend
     three_digits_up(b) for b in sensitivity["Men bound (margin × W)"]]
-assert recs["natural text"].extension.beta_fast == L_TRAIN / (2 * L_TARGET / L_TRAIN)  # r_local = s
-assert recs["arithmetic"].extension.beta_fast == L_TRAIN / (2 * widths["arithmetic"].W)  # r_local = W
+assert recs["natural text"].extension.beta_fast == L_TRAIN / (2 * np.pi * L_TARGET / L_TRAIN)  # r_local = s
+assert recs["arithmetic"].extension.beta_fast == L_TRAIN / (2 * np.pi * widths["arithmetic"].W)  # r_local = W
 assert lengths["dilated"][0] == "pi" and lengths["dilated"][1].verdict == "dilated"
 assert abs(lengths["dilated"][1].share - 1) < 0.1 and chain["train"].widths["bytes"].kind == "characteristic"
 assert lengths["train"][0] == "yarn" and lengths["train"][1].verdict == "fixed"

@@ -85,7 +85,7 @@ def test_a_characteristic_length_sets_the_base_and_others_leave_it_to_men() -> N
 
 
 def test_betas_follow_the_local_reach_and_the_profile_reach() -> None:
-    """beta_fast = L / (2 r_local): the onset, W or the crossover, at least s; beta_slow = L / (2 r_reach),
+    """beta_fast = L / (2 pi r_local): the onset, W or the crossover, at least s; beta_slow = L / (2 r_reach),
     at most beta_fast / 2. The extension is YaRN from one corpus, PI only where data dilate."""
     cases = [
         (_width("composite", 3.0, 3.8), _similarity("self-similar", 3.8), 4.0),  # the onset is within s
@@ -96,17 +96,17 @@ def test_betas_follow_the_local_reach_and_the_profile_reach() -> None:
     ]
     for width, similarity, local in cases:
         fast, slow, why = yarn_betas(width, similarity, 2048, 4.0)
-        assert fast == pytest.approx(2048 / (2 * local)) and slow == pytest.approx(min(0.5, fast / 2)), why
+        assert fast == pytest.approx(2048 / (2 * math.pi * local)) and slow == pytest.approx(min(0.5, fast / 2)), why
         ext = recommend(width, similarity, 128, 2048, 8192).extension
         assert ext.method == "yarn" and (ext.beta_fast, ext.beta_slow) == (fast, slow)
     periodic = Width("g", "periodic", None, None, None, None, None, 0.0, None, "composite", 1600.0, 4.0, "t",
                      {"composite": COMPOSITE}, period=7)
     fast, slow, _ = yarn_betas(periodic, _similarity("not self-similar"), 2048, 4.0)
-    assert fast == pytest.approx(2048 / 3200) and slow == pytest.approx(fast / 2)  # every measured band kept
+    assert fast == pytest.approx(2048 / (2 * math.pi * 1600)) and slow == pytest.approx(fast / 2)  # every measured band kept
     rec = recommend(cases[0][0], cases[0][1], 128, 2048, 8192)
     turns = 2048 * frequencies(rec.rope_theta, 128) / (2 * math.pi)
-    assert rec.extension.bands_kept == int((turns > 256).sum()) >= 1
-    assert rec.rope_parameters["rope_parameters"]["beta_fast"] == pytest.approx(256)
+    assert rec.extension.bands_kept == int((turns > 2048 / (8 * math.pi)).sum()) >= 1
+    assert rec.rope_parameters["rope_parameters"]["beta_fast"] == pytest.approx(2048 / (8 * math.pi))
 
 
 WIDTHS = st.one_of(

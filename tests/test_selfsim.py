@@ -171,7 +171,7 @@ def test_tree_text_is_self_similar_from_its_first_tokens(corpora: dict) -> None:
     ss = by_bytes.self_similarity
     assert ss.verdict == "self-similar" and ss.onset_tokens <= 4, ss.reasons
     ext = by_bytes.recommendation.extension  # no local part: only the first s = 4 offsets keep their bands
-    assert ext.method == "yarn" and ext.beta_fast == pytest.approx(1024 / (2 * 4))
+    assert ext.method == "yarn" and ext.beta_fast == pytest.approx(1024 / (2 * np.pi * 4))
     assert by_bytes.widths["bytes"].kind == "scale-free"
     assert by_bytes.widths["bytes"].alpha == pytest.approx(0.5, abs=0.1)
     ss = analyze(corpora["tree"], head_dim=64, train_length=1024, target_length=4096).self_similarity

@@ -11,13 +11,13 @@ half its wavelength. Paper A: the best frequency for dependencies of width W is 
   the base is Men et al.'s bound for L_train: the smallest keeping sum_m cos(r theta_m) >= 0 for
   every r up to it. Liu et al.'s, published configs and the bound for the target are listed beside.
 
-Extension from L_train to L_target (factor s): YaRN with betas from the kernel. The bands fast
-enough to resolve the local reach (half a wavelength within it) keep their frequency: more than
-beta_fast = L_train / (2 r_local) turns within L_train, r_local the tail's onset for self-similar
-data, W for a characteristic length, the crossover otherwise, and at least s (interpolation
-squeezes the first s offsets below one). The bands slower than the profile's reach (capped at
-L_train) are interpolated: fewer than beta_slow = L_train / (2 r_reach) turns. YaRN ramps
-between. PI, every band interpolated, is for data that dilate with the context, which takes
+Extension from L_train to L_target (factor s): YaRN with betas from the kernel. The bands that
+tell offsets apart within the local reach (an angle of at least one radian at r_local) keep their
+frequency: more than beta_fast = L_train / (2 pi r_local) turns within L_train, r_local the tail's
+onset for self-similar data, W for a characteristic length, the crossover otherwise, and at least
+s (interpolation squeezes the first s offsets below one). The bands slower than the profile's
+reach (capped at L_train) are interpolated: fewer than beta_slow = L_train / (2 r_reach) turns.
+YaRN ramps between. PI, every band interpolated, is for data that dilate with the context, which takes
 data at the target length to show (``result.compare_lengths``).
 """
 
@@ -276,9 +276,9 @@ def recommend(
 
 def yarn_betas(width: Width, similarity: SelfSimilarity, train_length: int,
                factor: float) -> tuple[float, float, str]:
-    """(beta_fast, beta_slow, where they come from), in turns within L_train: the bands resolving the
-    local reach (half a wavelength within max(s, the kernel's local length)) keep their frequency,
-    the bands slower than the profile's reach (capped at L_train) are interpolated."""
+    """(beta_fast, beta_slow, where they come from), in turns within L_train: the bands turning at least
+    one radian within max(s, the kernel's local length) keep their frequency, the bands slower than
+    the profile's reach (capped at L_train) are interpolated."""
     if width.kind == "none":
         fast = min(YARN_BETA_FAST, train_length / (4 * math.pi))
         return float(fast), float(min(YARN_BETA_SLOW, fast / 4)), "YaRN's defaults, as no offset shows dependence"
@@ -294,10 +294,10 @@ def yarn_betas(width: Width, similarity: SelfSimilarity, train_length: int,
         what = f"the crossover r_x = {local:.1f}"
     if local < factor:
         local, what = factor, f"the first s = {factor:g} offsets, which interpolation would squeeze below one ({what})"
-    fast = train_length / (2 * local)
+    fast = train_length / (2 * math.pi * local)
     return (float(fast), float(min(train_length / (2 * reach), fast / 2)),
-            f"from the data: bands resolving {what} keep their frequency; bands slower than the {reach:.0f} tokens "
-            "the profile reaches are interpolated")
+            f"from the data: bands turning a radian within {what} keep their frequency; bands slower than the "
+            f"{reach:.0f} tokens the profile reaches are interpolated")
 
 
 def _extension(width: Width, similarity: SelfSimilarity, base: float, head_dim: int, train: int, target: int) -> Extension:
