@@ -315,6 +315,8 @@ def _add_validate(sub: argparse._SubParsersAction) -> None:
     val.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="default: CUDA when available")
     val.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: at most 2)")
     val.add_argument("--corpus", default=None, help="text corpus for base-sweep, pi and lerope (default: the bundled Python docs)")
+    val.add_argument("--window-block", type=int, default=None,
+                     help="pi: the window task's block B, 2 to 64 (default 16): the advice tested on another window")
 
 
 def run_profile(args: argparse.Namespace) -> Profile:
@@ -545,7 +547,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     writable(args.out)
     result = validate.run(args.experiment, args.out, quick=args.quick, seeds=args.seeds, device=args.device,
-                          threads=args.threads, corpus=args.corpus, scale=args.scale)
+                          threads=args.threads, corpus=args.corpus, scale=args.scale,
+                          window_block=args.window_block)
     print(result.summary())
     print(f"wrote {args.out}/result.json and " + ", ".join(result.figures))
     return 0

@@ -28,7 +28,7 @@ from depstat.validate.common import (  # noqa: E402
 )
 from depstat.validate.frequency_law import width_for_block  # noqa: E402
 from depstat.validate.model import GPT, ModelConfig  # noqa: E402
-from depstat.validate.pi import arithmetic_masks, scalings  # noqa: E402
+from depstat.validate.pi import arithmetic_masks, scalings, window_task  # noqa: E402
 from depstat.validate.train import (  # noqa: E402
     TrainConfig,
     evaluate,
@@ -248,6 +248,19 @@ def test_run_rejects_bad_names_and_paths(tmp_path):
         validate.run("lerope", tmp_path, corpus=tmp_path / "missing.jsonl")
     with pytest.raises(DepstatError, match="seeds"):
         validate.run("frequency-law", tmp_path, quick=True, seeds=0)
+    with pytest.raises(DepstatError, match="an option of the pi experiment"):
+        validate.run("base-sweep", tmp_path, quick=True, window_block=8)
+
+
+def test_window_block_sets_the_pi_window_task(tmp_path, capsys):
+    """--window-block B: the window task with block B, dilated to 4B or kept at B at 4L; B from 2 to L."""
+    assert window_task(None)[0]["block"] == 16
+    window, targets = window_task(8)
+    assert window["block"] == 8 and window["length"] == 64 and targets == {"window, dilated": 32, "window, fixed": 8}
+    for bad in ("1", "65"):
+        assert main(["validate", "pi", "--quick", "--window-block", bad, "--out", str(tmp_path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--window-block must be between 2 and the training length 64" in err[0], err
 
 
 def test_load_refuses_what_is_not_a_finished_experiment(tmp_path):

@@ -64,10 +64,14 @@ def _result(record: dict) -> Result:
 
 
 def run(name: str, out: str | Path, quick: bool = False, seeds: int | None = None, device: str = "auto",
-        threads: int | None = None, corpus: str | Path | None = None, scale: str = "cpu") -> Result:
-    """Run experiment ``name`` into directory ``out`` (resuming finished runs) and return its result."""
+        threads: int | None = None, corpus: str | Path | None = None, scale: str = "cpu",
+        window_block: int | None = None) -> Result:
+    """Run experiment ``name`` into directory ``out`` (resuming finished runs) and return its result;
+    ``window_block``: pi's window task block B (default 16)."""
     if name not in EXPERIMENTS:
         raise DepstatError(f"unknown experiment {name!r}", hint="choose one of " + ", ".join(EXPERIMENTS))
+    if window_block is not None and name != "pi":
+        raise DepstatError(f"--window-block is an option of the pi experiment, not of {name}")
     require_torch()
     from depstat.validate.common import EXAMPLE_CORPUS, Options
 
@@ -78,7 +82,7 @@ def run(name: str, out: str | Path, quick: bool = False, seeds: int | None = Non
     out.mkdir(parents=True, exist_ok=True)
     module = importlib.import_module(f"depstat.validate.{EXPERIMENTS[name]}")
     return _result(module.run(Options(out=out, quick=quick, seeds=seeds, device=device, threads=threads,
-                                      corpus=corpus, scale=scale)))
+                                      corpus=corpus, scale=scale, window_block=window_block)))
 
 
 def load(out: str | Path) -> Result:

@@ -48,6 +48,7 @@ class Options:
     threads: int | None = None
     corpus: Path = EXAMPLE_CORPUS
     scale: str = "cpu"  # "cpu": sized for 2 CPU cores; "paper": for one large GPU, at most 10 minutes each
+    window_block: int | None = None  # pi: the window task's block B (None: 16)
 
     @property
     def setting(self) -> str:

@@ -6,8 +6,9 @@ no scaling, PI and YaRN, zero-shot and after fine-tuning at 4 L_train for each b
 (``depstat.analysis.recommend.yarn_betas``) and with the YaRN paper's defaults (``yarn-default``):
 
 - ``window, dilated`` and ``window, fixed`` (``depstat.synth.window_task``: the target is the
-  majority of the last B tokens; B = 16 at L = 64): at 4L the window is dilated to 4B (PI's
-  premise) or stays at B (PI must fail: it squeezes the learned window into a quarter).
+  majority of the last B tokens; B = 16 at L = 64, ``--window-block`` sets B): at 4L the window
+  is dilated to 4B (PI's premise) or stays at B (PI must fail: it squeezes the learned window
+  into a quarter).
 - ``natural text`` (the bundled Python docs) and ``arithmetic``, bytes, reaching past L_train = 128.
 - ``tree text``, bytes: self-similar by construction and stationary, so its dependencies at 4L are
   those at L, not a dilation of them: what PI costs where self-similarity holds.
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from depstat.errors import DepstatError
 from depstat.synth import (
     arithmetic_jsonl,
     arithmetic_problems,
@@ -75,11 +77,11 @@ FT_BATCH, FT_LR, FT_WARMUP = 4, 1e-3, 5  # fine-tuning at 4L: windows per step, 
 LENGTH = 128  # text and arithmetic, bytes
 WINDOW = {"block": 16, "length": 64, "vocab": WINDOW_VOCAB, "signal": WINDOW_SIGNAL, "batch_size": 32,
           "ft_batch_size": 16, "model": WINDOW_MODEL}
-WINDOW_TARGETS = {"window, dilated": FACTOR * WINDOW["block"], "window, fixed": WINDOW["block"]}
+WINDOW_KINDS = ("window, dilated", "window, fixed")  # at 4L the window dilated to 4B, or kept at B
 TEXT_KINDS = ("natural text", "tree text", "arithmetic")
 TREE_SEED = 7
-KINDS = (*WINDOW_TARGETS, *TEXT_KINDS)
-PREDICTION = {  # written before the run that produced docs/validation/pi, from depstat's betas for each kind
+KINDS = (*WINDOW_KINDS, *TEXT_KINDS)
+PREDICTION = {  # written before the run that produced docs/validation/pi (B = 16), from depstat's betas for each kind
     "window, dilated": "PI best or tied with the best: compare_lengths sees the kernel dilate and advises PI",
     "window, fixed": "depstat's YaRN (beta_fast about 1.1, beta_slow 0.5: bands turning a radian within W keep "
                      "their frequency) scores above the earlier betas' 0.557 zero-shot; whether it is within the "
@@ -172,12 +174,20 @@ def scalings(yarn: dict[str, dict]) -> dict[str, dict[str, Scaling]]:
             for kind, b in yarn.items()}
 
 
+def window_task(block: int | None) -> tuple[dict, dict[str, int]]:
+    """The window task's settings with block B (None: WINDOW's) and the block of each target at 4L."""
+    b = WINDOW["block"] if block is None else block
+    if not 2 <= b <= WINDOW["length"]:
+        raise DepstatError(f"--window-block must be between 2 and the training length {WINDOW['length']}, got {b}")
+    return {**WINDOW, "block": b}, dict(zip(WINDOW_KINDS, (FACTOR * b, b)))
+
+
 def window_run(seed: int, s: dict, opts: Options, yarn: dict[str, dict]) -> dict:
     """Train one window model (B, L); evaluate at 4L on the dilated and the fixed task, per method and budget."""
     from depstat.validate.model import GPT
     from depstat.validate.train import fit, pick_device, set_seed
 
-    w = WINDOW
+    w, targets = window_task(opts.window_block)
     device = pick_device(opts.device)
     set_seed(seed)
     model = GPT(ModelConfig(vocab_size=w["vocab"], block_size=w["length"], rope_base=BASE, **w["model"])).to(device)
@@ -190,7 +200,7 @@ def window_run(seed: int, s: dict, opts: Options, yarn: dict[str, dict]) -> dict
     target = FACTOR * w["length"]
     val_train = window_tensors(np.random.default_rng(20_000), s["window_val"], w["length"], w["block"], device)
     out["eval"]["train_length"] = {"all": window_metrics(model, *val_train)}
-    for kind, block in WINDOW_TARGETS.items():
+    for kind, block in targets.items():
         xv, yv = window_tensors(np.random.default_rng(30_000 + block), s["window_val"], target, block, device)
         out["eval"][kind] = {}
         for method, scaling in scalings(yarn)[kind].items():
@@ -245,6 +255,7 @@ def summary_lines(result: dict) -> list[str]:
 
 def run(opts: Options) -> dict:
     """Predict per kind of data, then train, extend and score; write result.json and the figure."""
+    window, targets = window_task(opts.window_block)
     s = SETTINGS[opts.setting]
     threads = set_threads(opts.threads)
     seeds = opts.n_seeds(s["seeds"])
@@ -257,25 +268,27 @@ def run(opts: Options) -> dict:
              "arithmetic": split_docs(arithmetic_problems(s["arithmetic_docs"], seed=1))}
     paths = {"natural text": opts.corpus, "tree text": write_jsonl(data / "tree.jsonl", tree),
              "arithmetic": arithmetic_jsonl(data / "arithmetic.jsonl", s["arithmetic_docs"], seed=1)}
-    train_corpus = window_corpus(data / "window-train.jsonl", WINDOW["block"], 1)
-    predictions = {kind: predict(kind, train_corpus, WINDOW["length"], None, None,
+    train_corpus = window_corpus(data / f"window-train-B{window['block']}.jsonl", window["block"], 1)
+    predictions = {kind: predict(kind, train_corpus, window["length"], None, None,
                                  window_corpus(data / f"window-target-B{block}.jsonl", block, 2))
-                   for kind, block in WINDOW_TARGETS.items()}
+                   for kind, block in targets.items()}
     for kind in TEXT_KINDS:
         predictions[kind] = predict(kind, paths[kind], LENGTH, ["bytes", "bpe-1k"], len(texts[kind][0]))
-    result = {"experiment": "pi", "quick": opts.quick, "setting": opts.setting, "prediction": PREDICTION, "predictions": predictions,
-              "settings": {**s, "length": LENGTH, "factor": FACTOR, "base": BASE, "model": MODEL, "window": WINDOW,
+    written = PREDICTION if window["block"] == WINDOW["block"] else "none written in the code for this window block"
+    result = {"experiment": "pi", "quick": opts.quick, "setting": opts.setting, "prediction": written,
+              "predictions": predictions,
+              "settings": {**s, "length": LENGTH, "factor": FACTOR, "base": BASE, "model": MODEL, "window": window,
                            "seeds": seeds, "ft_batch_size": FT_BATCH, "ft_lr": FT_LR}}
     write_json(opts.out / "result.json", result)  # depstat's predictions are on disk before any model is evaluated
     evals: dict[str, list[dict]] = {kind: [] for kind in KINDS}
     runs = []
     for seed in range(seeds):
-        yarn = {kind: predictions[kind]["yarn"] for kind in WINDOW_TARGETS}
-        spec = {"experiment": "pi/window", "seed": seed, "window": WINDOW, "factor": FACTOR, "base": BASE, "yarn": yarn,
+        yarn = {kind: predictions[kind]["yarn"] for kind in targets}
+        spec = {"experiment": "pi/window", "seed": seed, "window": window, "factor": FACTOR, "base": BASE, "yarn": yarn,
                 "steps": s["window_steps"], "budgets": s["window_budgets"], "val": s["window_val"]}
         r = store.get(f"window-seed{seed}", spec, lambda: window_run(seed, s, opts, yarn))
         runs.append({"kind": "window", "seed": seed, "tokens_per_second": r["tokens_per_second"]})
-        for kind in WINDOW_TARGETS:
+        for kind in targets:
             evals[kind].append({"train_length": r["eval"]["train_length"], **r["eval"][kind]})
     for kind in TEXT_KINDS:
         for seed in range(seeds):
